@@ -1,0 +1,78 @@
+"""The one exception tree of cubepi.
+
+```
+CubepiError
+├── UserError          the caller used cubepi wrongly (bad option, missing extra, closed connection)
+├── SchemaError        a tool's inputSchema cannot be turned into a model at all
+└── MCPError           the transport or the connection to an MCP server failed
+    └── MCPTimeoutError   a phase (startup, initialize, list, call) ran past its limit; also a TimeoutError
+```
+
+A failure the *server* reports (`isError`) is never an exception: it is an `AgentToolResult` with
+`is_error=True` that a model can read.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CubepiError", "MCPError", "MCPTimeoutError", "SchemaError", "UserError"]
+
+
+class CubepiError(Exception):
+    """Base of every exception cubepi raises on purpose."""
+
+
+class UserError(CubepiError):
+    """The caller asked for something cubepi cannot do; the message says what to change."""
+
+
+class SchemaError(CubepiError):
+    """A JSON Schema is unusable (not an object at all); names the tool it came from."""
+
+    def __init__(self, message: str, *, tool_name: str | None = None) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+
+
+class MCPError(CubepiError):
+    """The transport or connection to an MCP server failed.
+
+    Carries the tool's name (when a call failed), a secret-free description of the server, and the tail
+    of what a stdio server printed on stderr.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool_name: str | None = None,
+        server: str | None = None,
+        stderr: str | None = None,
+    ) -> None:
+        self.tool_name = tool_name
+        self.server = server
+        self.stderr = stderr
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        text = str(self.args[0]) if self.args else ""
+        if self.stderr:
+            text += "\n--- server stderr (tail) ---\n" + self.stderr.rstrip()
+        return text
+
+
+class MCPTimeoutError(MCPError, TimeoutError):
+    """A phase ran past its limit. `phase` is one of "startup", "initialize", "list", "call"."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        phase: str,
+        limit: float,
+        tool_name: str | None = None,
+        server: str | None = None,
+        stderr: str | None = None,
+    ) -> None:
+        self.phase = phase
+        self.limit = limit
+        super().__init__(message, tool_name=tool_name, server=server, stderr=stderr)

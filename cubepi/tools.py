@@ -1,0 +1,436 @@
+"""Typed tools: `AgentTool`, its result and content blocks, `@tool` for hand-written tools, and exporters.
+
+MCP tools and hand-written tools are the same type, so `my_tools + mcp_tools` is an ordinary list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import contextvars
+import functools
+import inspect
+import json
+import re
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias, Union, overload
+
+import anyio.to_thread
+import pydantic
+import pydantic_core
+from pydantic import BaseModel
+
+from .errors import UserError
+
+__all__ = [
+    "AgentTool",
+    "AgentToolResult",
+    "Content",
+    "ImageContent",
+    "TextContent",
+    "ToolUpdate",
+    "UpdateCallback",
+    "tool",
+]
+
+
+@dataclass(frozen=True)
+class TextContent:
+    """A block of text for the model."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True)
+class ImageContent:
+    """An image for the model: base64 `data` and its `mime_type` (for example ``image/png``)."""
+
+    data: str
+    mime_type: str
+    type: Literal["image"] = "image"
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, mime_type: str) -> ImageContent:
+        """Build an image block from raw bytes."""
+        return cls(data=base64.b64encode(raw).decode("ascii"), mime_type=mime_type)
+
+    def __repr__(self) -> str:
+        return f"ImageContent(mime_type={self.mime_type!r}, data=<{len(self.data)} base64 chars>)"
+
+
+Content: TypeAlias = Union[TextContent, ImageContent]
+
+
+@dataclass
+class AgentToolResult:
+    """What a tool call returns.
+
+    `content` is what the model sees; `details` is for the program (for MCP tools it holds
+    ``structuredContent`` when the server sent it) and is never shown to the model; `is_error` is True when
+    the tool reported a failure the model should read.
+    """
+
+    content: list[Content] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined by newlines (images left out)."""
+        return "\n".join(block.text for block in self.content if isinstance(block, TextContent))
+
+    @classmethod
+    def error(cls, message: str, **details: Any) -> AgentToolResult:
+        """An error result with one text block."""
+        return cls(content=[TextContent(message)], details=dict(details), is_error=True)
+
+
+@dataclass(frozen=True)
+class ToolUpdate:
+    """A progress update sent while a tool runs (MCP progress notifications become these)."""
+
+    progress: float | None = None
+    total: float | None = None
+    message: str | None = None
+
+
+UpdateCallback: TypeAlias = Callable[[ToolUpdate], "Awaitable[None] | None"]
+ToolRunner: TypeAlias = Callable[[BaseModel, "UpdateCallback | None"], Awaitable[AgentToolResult]]
+ApprovalPolicy: TypeAlias = Union[bool, Callable[[BaseModel], bool]]
+ModelFactory: TypeAlias = Callable[[], type[BaseModel]]
+
+
+def _is_model_class(value: object) -> bool:
+    return isinstance(value, type) and issubclass(value, BaseModel)
+
+
+class AgentTool:
+    """A tool a model can call: a name, a description, a Pydantic model of its arguments, and `execute`.
+
+    `parameters` may be given as a model class or as a zero-argument factory; a factory is called once, on
+    first use, so a large catalog loads without building models nobody needs.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        parameters: type[BaseModel] | ModelFactory,
+        run: ToolRunner,
+        input_schema: dict[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        needs_approval: ApprovalPolicy = False,
+        origin: str | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise UserError(f"a tool needs a non-empty name, got {name!r}")
+        self.name = name
+        self.description = description
+        self.input_schema = input_schema
+        self.annotations = dict(annotations) if annotations is not None else None
+        self.output_schema = output_schema
+        self.needs_approval = needs_approval
+        self.origin = origin
+        self._run = run
+        self._parameters: type[BaseModel] | None = None
+        self._factory: ModelFactory | None = None
+        self._lock = threading.Lock()
+        if _is_model_class(parameters):
+            self._parameters = parameters  # type: ignore[assignment]
+        elif callable(parameters):
+            self._factory = parameters
+        else:
+            raise UserError(f"parameters of tool {name!r} must be a pydantic model class or a factory")
+
+    @property
+    def parameters(self) -> type[BaseModel]:
+        """The Pydantic model that validates this tool's arguments (built on first access)."""
+        if self._parameters is None:
+            with self._lock:
+                if self._parameters is None:
+                    assert self._factory is not None
+                    self._parameters = self._factory()
+        return self._parameters
+
+    def __repr__(self) -> str:
+        origin = f", origin={self.origin!r}" if self.origin else ""
+        return f"AgentTool(name={self.name!r}{origin})"
+
+    def replace(self, **changes: Any) -> AgentTool:
+        """A copy with some attributes changed (``name``, ``description``, ``needs_approval``, ...)."""
+        kwargs: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self._parameters if self._parameters is not None else self._factory,
+            "run": self._run,
+            "input_schema": self.input_schema,
+            "annotations": self.annotations,
+            "output_schema": self.output_schema,
+            "needs_approval": self.needs_approval,
+            "origin": self.origin,
+        }
+        unknown = set(changes) - set(kwargs)
+        if unknown:
+            raise UserError(f"AgentTool has no attribute(s) {sorted(unknown)}")
+        kwargs.update(changes)
+        return AgentTool(**kwargs)
+
+    # -- calling -----------------------------------------------------------------------------------------
+
+    def validate(self, params: BaseModel | Mapping[str, Any]) -> BaseModel:
+        """Validate arguments into an instance of `parameters`; raises `pydantic.ValidationError`."""
+        model = self.parameters
+        if isinstance(params, model):
+            return params
+        if isinstance(params, BaseModel):
+            params = params.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        if not isinstance(params, Mapping):
+            raise pydantic.ValidationError.from_exception_data(
+                model.__name__,
+                [{"type": "model_type", "loc": (), "input": params, "ctx": {"class_name": model.__name__}}],
+            )
+        return model.model_validate(dict(params))
+
+    def requires_approval(self, params: BaseModel) -> bool:
+        """Whether this call needs approval under the tool's `needs_approval` policy."""
+        policy = self.needs_approval
+        return bool(policy(params)) if callable(policy) else bool(policy)
+
+    async def execute(
+        self, params: BaseModel | Mapping[str, Any], *, on_update: UpdateCallback | None = None
+    ) -> AgentToolResult:
+        """Validate `params` and run the tool.
+
+        Arguments that fail validation never reach the tool: they come back as an error result the model
+        can read. Failures of the tool's machinery (for MCP tools, the transport) raise.
+        """
+        try:
+            validated = self.validate(params)
+        except pydantic.ValidationError as exc:
+            return AgentToolResult.error(
+                format_validation_error(self.name, exc),
+                validation_errors=exc.errors(include_url=False, include_context=False, include_input=False),
+            )
+        return await self._run(validated, on_update)
+
+    def execute_sync(
+        self, params: BaseModel | Mapping[str, Any], *, on_update: UpdateCallback | None = None
+    ) -> AgentToolResult:
+        """`execute` for scripts and notebooks: works with no running loop and from inside one."""
+        call = functools.partial(self.execute, params, on_update=on_update)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return anyio.run(call)
+        ctx = contextvars.copy_context()
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cubepi-sync") as pool:
+            return pool.submit(ctx.run, anyio.run, call).result()
+
+    # -- exporting ---------------------------------------------------------------------------------------
+
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments, as an LLM should see it."""
+        from .schema import normalize_schema
+
+        if self.input_schema is not None:
+            return normalize_schema(self.input_schema)
+        return self.parameters.model_json_schema()
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """This tool as an Anthropic Messages API tool definition."""
+        from .schema import provider_schema
+
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": provider_schema(self.json_schema(), "anthropic"),
+        }
+
+    def to_openai(self, *, strict: bool = False) -> dict[str, Any]:
+        """This tool as an OpenAI Chat Completions function tool; `strict=True` gives a strict-mode schema."""
+        from .schema import provider_schema
+
+        schema = provider_schema(self.json_schema(), "openai-strict" if strict else "openai")
+        function: dict[str, Any] = {"name": self.name, "description": self.description, "parameters": schema}
+        if strict:
+            function["strict"] = True
+        return {"type": "function", "function": function}
+
+    def to_gemini(self) -> dict[str, Any]:
+        """This tool as a Gemini function declaration."""
+        from .schema import provider_schema
+
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": provider_schema(self.json_schema(), "gemini"),
+        }
+
+
+def format_validation_error(tool_name: str, exc: pydantic.ValidationError) -> str:
+    """A short, model-readable account of why arguments were refused (inputs are not echoed)."""
+    lines = [f"Invalid arguments for tool {tool_name!r}:"]
+    for err in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in err["loc"]) or "(arguments)"
+        lines.append(f"- {where}: {err['msg']}")
+    return "\n".join(lines)
+
+
+# -- results of hand-written tools -----------------------------------------------------------------------
+
+
+def to_result(value: object) -> AgentToolResult:
+    """Turn what a hand-written tool returned into an `AgentToolResult`."""
+    if isinstance(value, AgentToolResult):
+        return value
+    if isinstance(value, (TextContent, ImageContent)):
+        return AgentToolResult(content=[value])
+    if isinstance(value, str):
+        return AgentToolResult(content=[TextContent(value)])
+    if value is None:
+        return AgentToolResult(content=[])
+    if (
+        isinstance(value, Sequence)
+        and value
+        and all(isinstance(item, (TextContent, ImageContent)) for item in value)
+    ):
+        return AgentToolResult(content=list(value))  # type: ignore[arg-type]
+    jsonable = pydantic_core.to_jsonable_python(value)
+    return AgentToolResult(
+        content=[TextContent(json.dumps(jsonable, ensure_ascii=False))], details={"value": jsonable}
+    )
+
+
+# -- @tool -----------------------------------------------------------------------------------------------
+
+_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params|Returns|Raises|Yields|Examples?|Notes?):\s*$")
+_ARG_LINE = re.compile(r"^\s*\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its description and per-argument descriptions."""
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    summary: list[str] = []
+    args: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for line in lines:
+        heading = _SECTION.match(line)
+        if heading:
+            section = heading.group(1)
+            current = None
+            continue
+        if section is None:
+            summary.append(line)
+        elif section in ("Args", "Arguments", "Parameters", "Params"):
+            match = _ARG_LINE.match(line)
+            if match and (not line.startswith((" ", "\t")) or current is None or _indent(line) <= 4):
+                current = match.group(1)
+                args[current] = match.group(2).strip()
+            elif current and line.strip():
+                args[current] = (args[current] + " " + line.strip()).strip()
+    return "\n".join(summary).strip(), args
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _model_name(func_name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in func_name.split("_") if part) or "Arguments"
+
+
+def _build_tool(
+    func: Callable[..., Any],
+    name: str | None,
+    description: str | None,
+    needs_approval: ApprovalPolicy,
+) -> AgentTool:
+    signature = inspect.signature(func)
+    try:
+        hints = _resolved_hints(func)
+    except Exception as exc:
+        raise UserError(f"cannot read the type hints of {func.__qualname__}: {exc}") from exc
+    summary, arg_docs = _parse_docstring(func.__doc__)
+    fields: dict[str, Any] = {}
+    wants_update = False
+    for param in signature.parameters.values():
+        if param.name == "on_update":
+            wants_update = True
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise UserError(f"@tool does not support *args or **kwargs ({func.__qualname__})")
+        annotation = hints.get(param.name, Any)
+        default = param.default if param.default is not param.empty else ...
+        if param.name in arg_docs:
+            default = pydantic.Field(default, description=arg_docs[param.name])
+        fields[param.name] = (annotation, default)
+    model = pydantic.create_model(_model_name(func.__name__), **fields)
+    is_async = inspect.iscoroutinefunction(func)
+
+    async def run(params: BaseModel, on_update: UpdateCallback | None) -> AgentToolResult:
+        kwargs = {key: getattr(params, key) for key in type(params).model_fields}
+        if wants_update:
+            kwargs["on_update"] = on_update
+        if is_async:
+            value = await func(**kwargs)
+        else:
+            value = await anyio.to_thread.run_sync(functools.partial(func, **kwargs))
+        return to_result(value)
+
+    return AgentTool(
+        name=name or func.__name__,
+        description=description if description is not None else summary,
+        parameters=model,
+        run=run,
+        needs_approval=needs_approval,
+        origin=f"@tool {func.__module__}.{func.__qualname__}",
+    )
+
+
+def _resolved_hints(func: Callable[..., Any]) -> dict[str, Any]:
+    import typing
+
+    return typing.get_type_hints(func, include_extras=True)
+
+
+@overload
+def tool(func: Callable[..., Any], /) -> AgentTool: ...
+
+
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, needs_approval: ApprovalPolicy = False
+) -> Callable[[Callable[..., Any]], AgentTool]: ...
+
+
+def tool(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    needs_approval: ApprovalPolicy = False,
+) -> AgentTool | Callable[[Callable[..., Any]], AgentTool]:
+    """Turn a typed function (sync or async) into an `AgentTool`.
+
+    Parameters come from the signature (``Annotated[int, Field(ge=0)]`` works), their descriptions from
+    the docstring's ``Args:`` section, the tool's description from the docstring's text. A keyword
+    parameter named ``on_update`` receives the progress callback. Sync functions run in a worker thread.
+    The return value may be a `str`, content blocks, an `AgentToolResult`, or anything JSON-able.
+    """
+    if func is not None:
+        return _build_tool(func, name, description, needs_approval)
+
+    def decorate(inner: Callable[..., Any]) -> AgentTool:
+        return _build_tool(inner, name, description, needs_approval)
+
+    return decorate
