@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
-import contextvars
 import functools
 import inspect
 import json
@@ -228,9 +227,8 @@ class AgentTool:
             asyncio.get_running_loop()
         except RuntimeError:
             return anyio.run(call)
-        ctx = contextvars.copy_context()
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cubepi-sync") as pool:
-            return pool.submit(ctx.run, anyio.run, call).result()
+            return pool.submit(anyio.run, call).result()
 
     # -- exporting ---------------------------------------------------------------------------------------
 
