@@ -11,6 +11,7 @@ result = await tools[0].execute({"timezone": "Europe/Paris"})
 
 from __future__ import annotations
 
+from .defer import DeferredCatalog, defer_tools
 from .errors import CubepiError, MCPError, MCPTimeoutError, SchemaError, UserError
 from .tools import AgentTool, AgentToolResult, Content, ImageContent, TextContent, ToolUpdate, tool
 
@@ -21,6 +22,7 @@ __all__ = [
     "AgentToolResult",
     "Content",
     "CubepiError",
+    "DeferredCatalog",
     "ImageContent",
     "MCPError",
     "MCPTimeoutError",
@@ -29,5 +31,6 @@ __all__ = [
     "ToolUpdate",
     "UserError",
     "__version__",
+    "defer_tools",
     "tool",
 ]

@@ -13,9 +13,9 @@ import inspect
 import json
 import re
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, Union, overload
+from typing import Any, Literal, TypeAlias, TypeGuard, cast, overload
 
 import anyio.to_thread
 import pydantic
@@ -32,6 +32,7 @@ __all__ = [
     "TextContent",
     "ToolUpdate",
     "UpdateCallback",
+    "ensure_unique_names",
     "tool",
 ]
 
@@ -61,7 +62,7 @@ class ImageContent:
         return f"ImageContent(mime_type={self.mime_type!r}, data=<{len(self.data)} base64 chars>)"
 
 
-Content: TypeAlias = Union[TextContent, ImageContent]
+Content: TypeAlias = TextContent | ImageContent
 
 
 @dataclass
@@ -99,11 +100,11 @@ class ToolUpdate:
 
 UpdateCallback: TypeAlias = Callable[[ToolUpdate], "Awaitable[None] | None"]
 ToolRunner: TypeAlias = Callable[[BaseModel, "UpdateCallback | None"], Awaitable[AgentToolResult]]
-ApprovalPolicy: TypeAlias = Union[bool, Callable[[BaseModel], bool]]
+ApprovalPolicy: TypeAlias = bool | Callable[[BaseModel], bool]
 ModelFactory: TypeAlias = Callable[[], type[BaseModel]]
 
 
-def _is_model_class(value: object) -> bool:
+def _is_model_class(value: object) -> TypeGuard[type[BaseModel]]:
     return isinstance(value, type) and issubclass(value, BaseModel)
 
 
@@ -141,9 +142,9 @@ class AgentTool:
         self._factory: ModelFactory | None = None
         self._lock = threading.Lock()
         if _is_model_class(parameters):
-            self._parameters = parameters  # type: ignore[assignment]
+            self._parameters = parameters
         elif callable(parameters):
-            self._factory = parameters
+            self._factory = cast(ModelFactory, parameters)
         else:
             raise UserError(f"parameters of tool {name!r} must be a pydantic model class or a factory")
 
@@ -271,6 +272,18 @@ class AgentTool:
         }
 
 
+def ensure_unique_names(tools: Iterable[AgentTool]) -> None:
+    """Raise `UserError` when two tools share a name, naming where each came from."""
+    seen: dict[str, AgentTool] = {}
+    for item in tools:
+        first = seen.setdefault(item.name, item)
+        if first is not item:
+            raise UserError(
+                f"two tools are named {item.name!r}: one from {first.origin or 'an unnamed origin'}, "
+                f"one from {item.origin or 'an unnamed origin'}; rename one (for MCP tools, use prefix=...)"
+            )
+
+
 def format_validation_error(tool_name: str, exc: pydantic.ValidationError) -> str:
     """A short, model-readable account of why arguments were refused (inputs are not echoed)."""
     lines = [f"Invalid arguments for tool {tool_name!r}:"]
@@ -298,7 +311,7 @@ def to_result(value: object) -> AgentToolResult:
         and value
         and all(isinstance(item, (TextContent, ImageContent)) for item in value)
     ):
-        return AgentToolResult(content=list(value))  # type: ignore[arg-type]
+        return AgentToolResult(content=list(value))
     jsonable = pydantic_core.to_jsonable_python(value)
     return AgentToolResult(
         content=[TextContent(json.dumps(jsonable, ensure_ascii=False))], details={"value": jsonable}

@@ -104,7 +104,10 @@ async def test_sync_function_runs_in_a_worker_thread() -> None:
     [
         ("plain", [TextContent("plain")]),
         (TextContent("block"), [TextContent("block")]),
-        ([TextContent("a"), ImageContent("AAAA", "image/png")], [TextContent("a"), ImageContent("AAAA", "image/png")]),
+        (
+            [TextContent("a"), ImageContent("AAAA", "image/png")],
+            [TextContent("a"), ImageContent("AAAA", "image/png")],
+        ),
         ({"k": [1, 2]}, [TextContent('{"k": [1, 2]}')]),
         (None, []),
     ],
@@ -186,7 +189,7 @@ async def test_lazy_parameters_are_built_once_on_first_use() -> None:
 
 def test_lists_of_tools_concatenate_and_replace_keeps_behaviour() -> None:
     renamed = add.replace(name="plus")
-    tools = [add, fetch] + [renamed]
+    tools = [*[add, fetch], *[renamed]]
     assert [t.name for t in tools] == ["add", "fetch_page", "plus"]
     assert renamed.execute_sync({"a": 1}).text == "3"
     with pytest.raises(UserError, match="no attribute"):
