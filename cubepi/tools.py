@@ -9,6 +9,7 @@ import asyncio
 import base64
 import concurrent.futures
 import functools
+import hashlib
 import inspect
 import json
 import re
@@ -32,7 +33,9 @@ __all__ = [
     "TextContent",
     "ToolUpdate",
     "UpdateCallback",
+    "api_name",
     "ensure_unique_names",
+    "find_tool",
     "tool",
 ]
 
@@ -233,6 +236,15 @@ class AgentTool:
 
     # -- exporting ---------------------------------------------------------------------------------------
 
+    @property
+    def api_name(self) -> str:
+        """The name sent to LLM APIs: `name` if it matches ``^[a-zA-Z0-9_-]{1,64}$``, else a safe rewrite.
+
+        Dots, slashes and spaces become ``_``; a name over 64 characters is cut and stamped with a hash of
+        the whole, so two long names stay apart. Map a model's tool call back with `find_tool`.
+        """
+        return api_name(self.name)
+
     def json_schema(self) -> dict[str, Any]:
         """The JSON Schema of the arguments, as an LLM should see it."""
         from .schema import normalize_schema
@@ -246,7 +258,7 @@ class AgentTool:
         from .schema import provider_schema
 
         return {
-            "name": self.name,
+            "name": self.api_name,
             "description": self.description,
             "input_schema": provider_schema(self.json_schema(), "anthropic"),
         }
@@ -256,7 +268,11 @@ class AgentTool:
         from .schema import provider_schema
 
         schema = provider_schema(self.json_schema(), "openai-strict" if strict else "openai")
-        function: dict[str, Any] = {"name": self.name, "description": self.description, "parameters": schema}
+        function: dict[str, Any] = {
+            "name": self.api_name,
+            "description": self.description,
+            "parameters": schema,
+        }
         if strict:
             function["strict"] = True
         return {"type": "function", "function": function}
@@ -266,22 +282,60 @@ class AgentTool:
         from .schema import provider_schema
 
         return {
-            "name": self.name,
+            "name": self.api_name,
             "description": self.description,
             "parameters": provider_schema(self.json_schema(), "gemini"),
         }
 
 
+_API_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_API_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def api_name(name: str) -> str:
+    """Rewrite a tool name into the ``^[a-zA-Z0-9_-]{1,64}$`` form LLM APIs require (identity if it fits)."""
+    if _API_NAME.match(name):
+        return name
+    safe = _API_UNSAFE.sub("_", name) or "tool"
+    if len(safe) > 64:
+        safe = safe[:55] + "_" + hashlib.sha256(name.encode()).hexdigest()[:8]
+    return safe
+
+
 def ensure_unique_names(tools: Iterable[AgentTool]) -> None:
-    """Raise `UserError` when two tools share a name, naming where each came from."""
+    """Raise `UserError` when two tools share a name, or a name sent to LLM APIs, naming both origins."""
     seen: dict[str, AgentTool] = {}
+    seen_api: dict[str, AgentTool] = {}
     for item in tools:
         first = seen.setdefault(item.name, item)
         if first is not item:
             raise UserError(
-                f"two tools are named {item.name!r}: one from {first.origin or 'an unnamed origin'}, "
-                f"one from {item.origin or 'an unnamed origin'}; rename one (for MCP tools, use prefix=...)"
+                f"two tools are named {item.name!r}: one from {_origin(first)}, one from {_origin(item)}; "
+                "rename one (for MCP tools, use prefix=...)"
             )
+        first = seen_api.setdefault(item.api_name, item)
+        if first is not item:
+            raise UserError(
+                f"tools {first.name!r} (from {_origin(first)}) and {item.name!r} (from {_origin(item)}) both "
+                f"become {item.api_name!r} for LLM APIs, which need ^[a-zA-Z0-9_-]{{1,64}}$; "
+                "rename one"
+            )
+
+
+def find_tool(tools: Iterable[AgentTool], name: str) -> AgentTool | None:
+    """The tool a model meant by `name`: matched on the real name first, then on `api_name`."""
+    candidates = list(tools)
+    for item in candidates:
+        if item.name == name:
+            return item
+    for item in candidates:
+        if item.api_name == name:
+            return item
+    return None
+
+
+def _origin(item: AgentTool) -> str:
+    return item.origin or "an unnamed origin"
 
 
 def format_validation_error(tool_name: str, exc: pydantic.ValidationError) -> str:

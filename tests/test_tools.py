@@ -224,3 +224,30 @@ def test_strict_export_is_accepted_by_openais_own_helper() -> None:
 
     schema = fetch.to_openai(strict=True)["function"]["parameters"]
     assert _ensure_strict_json_schema(schema, path=(), root=schema) == schema
+
+
+def test_names_llm_apis_reject_are_rewritten_and_mapped_back() -> None:
+    from cubepi.tools import find_tool
+
+    dotted = add.replace(name="fs.read file/v2")
+    long = add.replace(name="x" * 80)
+    longer = add.replace(name="x" * 81)
+    assert dotted.api_name == "fs_read_file_v2"
+    assert dotted.to_openai()["function"]["name"] == "fs_read_file_v2"
+    assert dotted.to_anthropic()["name"] == "fs_read_file_v2"
+    assert len(long.api_name) == 64 and long.api_name != longer.api_name
+    assert add.api_name == "add"
+    tools = [add, dotted, long, longer]
+    assert find_tool(tools, "fs_read_file_v2") is dotted
+    assert find_tool(tools, "fs.read file/v2") is dotted
+    assert find_tool(tools, long.api_name) is long
+    assert find_tool(tools, "missing") is None
+
+
+def test_collisions_created_by_rewriting_are_reported() -> None:
+    from cubepi.tools import ensure_unique_names
+
+    with pytest.raises(UserError, match=r"'a\.b'.*'a/b'.*both become 'a_b'"):
+        ensure_unique_names([add.replace(name="a.b", origin="server one"), add.replace(name="a/b")])
+    with pytest.raises(UserError, match="server one"):
+        ensure_unique_names([add.replace(origin="server one"), add.replace(origin="server two")])
