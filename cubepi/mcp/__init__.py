@@ -1,0 +1,32 @@
+"""MCP servers as typed tools: loaders over stdio, Streamable HTTP and SSE, and the pieces they use.
+
+```python
+from cubepi.mcp import load_mcp_tools_stdio
+
+tools = await load_mcp_tools_stdio("npx", ["-y", "@modelcontextprotocol/server-filesystem", "./sandbox"])
+result = await tools[0].execute({"path": "./sandbox"})
+```
+
+Importing this package does not import the `mcp` SDK; the first connection does, and a missing extra
+raises `UserError` naming ``pip install "cubepi[mcp]"``.
+"""
+
+from __future__ import annotations
+
+from ..errors import MCPError, MCPTimeoutError
+from ._content import render_mcp_content
+from ._loader import load_mcp_tools, load_mcp_tools_http, load_mcp_tools_stdio
+from ._servers import HttpServer, StdioServer
+from ._tool import make_mcp_agent_tool
+
+__all__ = [
+    "HttpServer",
+    "MCPError",
+    "MCPTimeoutError",
+    "StdioServer",
+    "load_mcp_tools",
+    "load_mcp_tools_http",
+    "load_mcp_tools_stdio",
+    "make_mcp_agent_tool",
+    "render_mcp_content",
+]

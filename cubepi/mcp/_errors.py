@@ -1,0 +1,155 @@
+"""From what the SDK and its task groups raise to one readable `MCPError`.
+
+The SDK runs every transport in anyio task groups, so a dead server surfaces as nested exception groups
+("unhandled errors in a TaskGroup"). `root_cause` digs out the exception that started it; `translate`
+turns it into an `MCPError` naming the phase, the tool and the server, chained to that root cause.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from ..errors import CubepiError, MCPError
+
+__all__ = ["is_cancellation", "is_http_4xx_at_initialize", "leaves", "root_cause", "translate"]
+
+# Codes the SDK itself synthesises for transport events (not errors a server chose to send).
+_CONNECTION_CLOSED = -32000
+_SESSION_TERMINATED = 32600  # the SDK's streamable HTTP client answers a 404 with this
+
+
+def leaves(exc: BaseException) -> list[BaseException]:
+    """The non-group exceptions inside `exc` (itself when it is not a group), depth first."""
+    subs = getattr(exc, "exceptions", None)
+    if isinstance(subs, tuple) and subs and all(isinstance(sub, BaseException) for sub in subs):
+        found: list[BaseException] = []
+        for sub in subs:
+            found.extend(leaves(sub))
+        return found
+    return [exc]
+
+
+def is_cancellation(exc: BaseException) -> bool:
+    """True when `exc` is (a group made only of) the backend's cancellation exception."""
+    cancelled = anyio.get_cancelled_exc_class()
+    return all(isinstance(leaf, cancelled) for leaf in leaves(exc))
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The first leaf that is not a cancellation (cubepi's own errors first): what actually went wrong."""
+    found = leaves(exc)
+    cancelled = anyio.get_cancelled_exc_class()
+    for leaf in found:
+        if isinstance(leaf, CubepiError):
+            return leaf
+    for leaf in found:
+        if not isinstance(leaf, cancelled):
+            return leaf
+    return found[0]
+
+
+def _mcp_error_code(exc: BaseException) -> int | None:
+    error = getattr(exc, "error", None)
+    code = getattr(error, "code", None)
+    return code if isinstance(code, int) and type(exc).__name__.endswith("McpError") else None
+
+
+def is_transport_mcp_error(exc: BaseException) -> bool:
+    """An `McpError` the SDK made up because the connection went away (not one the server sent)."""
+    code = _mcp_error_code(exc)
+    message = str(exc)
+    return (code == _CONNECTION_CLOSED and message == "Connection closed") or (
+        code == _SESSION_TERMINATED and message == "Session terminated"
+    )
+
+
+def _http_status(exc: BaseException) -> int | None:
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def is_http_4xx_at_initialize(exc: BaseException) -> bool:
+    """Whether a failed Streamable HTTP initialize means "this is an SSE-only server" (spec back-compat)."""
+    for leaf in leaves(exc):
+        status = _http_status(leaf)
+        if status is not None and 400 <= status < 500 and status not in (401, 403):
+            return True
+        if _mcp_error_code(leaf) == _SESSION_TERMINATED:  # a 404 to the initialize POST
+            return True
+    return False
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A short, secret-free account of a transport failure (no URLs: they may carry query tokens)."""
+    status = _http_status(exc)
+    if status is not None:
+        reason = getattr(getattr(exc, "response", None), "reason_phrase", "") or ""
+        hint = " (check the headers / auth)" if status in (401, 403) else ""
+        return f"the server answered HTTP {status} {reason}".rstrip() + hint
+    if is_transport_mcp_error(exc):
+        if _mcp_error_code(exc) == _SESSION_TERMINATED:
+            return "the server answered HTTP 404 (no MCP endpoint there, or the session expired)"
+        return "the server closed the connection"
+    code = _mcp_error_code(exc)
+    if code is not None:
+        return f"the server returned JSON-RPC error {code}: {exc}"
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    if isinstance(exc, OSError):
+        return f"{type(exc).__name__}: {exc.strerror or exc}"
+    module = type(exc).__module__
+    if module.startswith(("httpx", "httpcore")):
+        text = str(exc)
+        return f"{type(exc).__name__}" + (f": {text}" if text and "://" not in text else "")
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+_PHASE_WORDS = {
+    "startup": "starting",
+    "initialize": "initializing",
+    "list": "listing the tools of",
+    "call": "calling",
+    "close": "closing",
+}
+
+
+def translate(
+    exc: BaseException,
+    *,
+    phase: str,
+    server: str,
+    tool_name: str | None = None,
+    stderr: str | None = None,
+) -> BaseException:
+    """The exception to raise in place of `exc`: its root cause as an `MCPError` (cubepi errors as-is)."""
+    root = root_cause(exc)
+    if isinstance(root, CubepiError):
+        if isinstance(root, MCPError):
+            if root.stderr is None and stderr:
+                root.stderr = stderr
+            if root.tool_name is None:
+                root.tool_name = tool_name
+        return root
+    if not isinstance(root, Exception):  # KeyboardInterrupt, SystemExit, cancellation: untouched
+        return root
+    what = _PHASE_WORDS.get(phase, phase)
+    if phase == "call" and tool_name:
+        action = f"calling tool {tool_name!r} on {server}"
+    elif tool_name:
+        action = f"{what} {server} (for tool {tool_name!r})"
+    else:
+        action = f"{what} {server}"
+    error = MCPError(
+        f"{action} failed: {describe_failure(root)}", tool_name=tool_name, server=server, stderr=stderr
+    )
+    error.__cause__ = root
+    return error
+
+
+def reraise(exc: BaseException) -> Any:
+    """Raise `exc` without "During handling of ... ExceptionGroup" noise, keeping its own cause."""
+    raise exc from exc.__cause__

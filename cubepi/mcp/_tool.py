@@ -1,0 +1,95 @@
+"""`make_mcp_agent_tool`: one MCP tool definition as an `AgentTool` whose `execute` calls the server."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from pydantic import BaseModel
+
+from ..errors import UserError
+from ..schema import schema_to_model, to_arguments
+from ..tools import AgentTool, AgentToolResult, UpdateCallback
+from ._content import render_mcp_content
+from ._servers import HttpServer, StdioServer
+from ._session import Endpoint, Session, Timeouts, run_stateless
+
+if TYPE_CHECKING:
+    from mcp import types as mcp_types
+
+__all__ = ["ToolCaller", "build_tool", "make_mcp_agent_tool", "stateless_caller", "tool_spec"]
+
+# How a tool reaches its server: (tool name, wire arguments, progress callback) -> the raw CallToolResult.
+ToolCaller: TypeAlias = Callable[[str, dict[str, Any], "UpdateCallback | None"], Awaitable[Any]]
+
+
+def tool_spec(tool: Any) -> dict[str, Any]:
+    """An MCP tool definition (SDK `Tool` or its JSON dict) as a plain dict with its wire keys."""
+    if isinstance(tool, Mapping):
+        spec = dict(tool)
+    elif callable(getattr(tool, "model_dump", None)):
+        spec = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+    else:
+        kind = type(tool).__name__
+        raise UserError(f"expected an MCP tool definition (mcp.types.Tool or dict), got {kind}")
+    if not isinstance(spec.get("name"), str) or not spec["name"]:
+        raise UserError("an MCP tool definition needs a non-empty 'name'")
+    return spec
+
+
+def stateless_caller(endpoint: Endpoint) -> ToolCaller:
+    """Calls that each open a fresh session to `endpoint`'s server and close it."""
+
+    async def call(name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
+        async def work(session: Session) -> mcp_types.CallToolResult:
+            return await session.call_tool(name, arguments, on_update)
+
+        return await run_stateless(endpoint, work, tool_name=name)
+
+    return call
+
+
+def build_tool(spec: Mapping[str, Any], call: ToolCaller, *, origin: str | None) -> AgentTool:
+    """The `AgentTool` for one tool definition; its model is built on first use, not here."""
+    name: str = spec["name"]
+    input_schema = spec.get("inputSchema")
+    if not isinstance(input_schema, dict):
+        input_schema = {"type": "object", "properties": {}}
+    annotations = spec.get("annotations")
+    output_schema = spec.get("outputSchema")
+
+    def parameters() -> type[BaseModel]:
+        return schema_to_model(input_schema, name=name)
+
+    async def run(params: BaseModel, on_update: UpdateCallback | None) -> AgentToolResult:
+        raw = await call(name, to_arguments(params), on_update)
+        return render_mcp_content(raw)
+
+    return AgentTool(
+        name=name,
+        description=spec.get("description") or "",
+        parameters=parameters,
+        run=run,
+        input_schema=input_schema,
+        annotations=annotations if isinstance(annotations, Mapping) else None,
+        output_schema=output_schema if isinstance(output_schema, dict) else None,
+        origin=origin,
+    )
+
+
+def make_mcp_agent_tool(
+    tool: mcp_types.Tool | Mapping[str, Any],
+    server: StdioServer | HttpServer,
+    *,
+    timeout: float | None = 30.0,
+) -> AgentTool:
+    """Wrap one MCP tool definition (as `tools/list` returns it) as an `AgentTool` calling `server`.
+
+    Every `execute` opens a fresh session to `server`, calls the tool and closes the session. Use this when
+    you already hold tool definitions; `load_mcp_tools` lists them for you.
+    """
+    if not isinstance(server, (StdioServer, HttpServer)):
+        kind = type(server).__name__
+        raise UserError(f"make_mcp_agent_tool needs a StdioServer or an HttpServer, got {kind}")
+    endpoint = Endpoint(server, Timeouts.uniform(timeout))
+    return build_tool(tool_spec(tool), stateless_caller(endpoint), origin=server.describe())

@@ -1,0 +1,168 @@
+"""Shared fixtures: free ports, real MCP servers over HTTP (started and stopped here), a leak checker."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parent
+SERVERS = TESTS / "servers"
+NODE_BIN = TESTS / "node_modules" / ".bin"
+EVERYTHING = NODE_BIN / "mcp-server-everything"
+FILESYSTEM = NODE_BIN / "mcp-server-filesystem"
+KITCHEN = SERVERS / "kitchen.py"
+PYTHON = sys.executable
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], limit: float = 30.0) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"server did not listen on {port} within {limit} s")
+
+
+@dataclass
+class RunningServer:
+    """An HTTP MCP server started by a fixture."""
+
+    url: str
+    port: int
+    process: subprocess.Popen[bytes]
+
+
+StartServer = Callable[..., RunningServer]
+
+
+@pytest.fixture(scope="session")
+def http_server_factory() -> Iterator[StartServer]:
+    """Start HTTP MCP servers on 127.0.0.1 (a free port, passed as ``PORT``); all stopped at session end."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(command: list[str], path: str, env: dict[str, str] | None = None) -> RunningServer:
+        port = free_port()
+        process = subprocess.Popen(
+            command,
+            env={**os.environ, "PORT": str(port), **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        started.append(process)
+        _wait_for_port(port, process)
+        return RunningServer(url=f"http://127.0.0.1:{port}{path}", port=port, process=process)
+
+    yield start
+    for process in started:
+        process.terminate()
+    for process in started:
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _need_node() -> None:
+    if not EVERYTHING.exists():
+        pytest.skip("test servers not installed: npm ci --prefix tests")
+
+
+@pytest.fixture(scope="session")
+def everything_http(http_server_factory: StartServer) -> RunningServer:
+    """server-everything over Streamable HTTP (``/mcp``)."""
+    _need_node()
+    return http_server_factory([str(EVERYTHING), "streamableHttp"], "/mcp")
+
+
+@pytest.fixture(scope="session")
+def everything_sse(http_server_factory: StartServer) -> RunningServer:
+    """server-everything over the SSE transport (``/sse``); it does not speak Streamable HTTP."""
+    _need_node()
+    return http_server_factory([str(EVERYTHING), "sse"], "/sse")
+
+
+@pytest.fixture(scope="session")
+def kitchen_http(http_server_factory: StartServer) -> RunningServer:
+    """tests/servers/kitchen.py over Streamable HTTP (``/mcp``)."""
+    return http_server_factory([PYTHON, str(KITCHEN), "streamable-http"], "/mcp")
+
+
+@pytest.fixture(scope="session")
+def kitchen_sse(http_server_factory: StartServer) -> RunningServer:
+    """tests/servers/kitchen.py over SSE (``/sse``)."""
+    return http_server_factory([PYTHON, str(KITCHEN), "sse"], "/sse")
+
+
+class LeakChecker:
+    """Child processes and TCP connections of this process, compared with a baseline."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self._me = psutil.Process()
+        self.baseline_children = self.children()
+        self.baseline_connections = self.connections()
+
+    def children(self) -> set[int]:
+        return {child.pid for child in self._me.children(recursive=True) if _alive(child)}
+
+    def connections(self) -> set[tuple[object, ...]]:
+        found = set()
+        for conn in self._me.net_connections(kind="tcp"):
+            if conn.raddr and conn.status not in ("TIME_WAIT", "CLOSE_WAIT", "LISTEN"):
+                found.add((conn.fd, conn.laddr, conn.raddr))
+        return found
+
+    def new_children(self) -> set[int]:
+        return self.children() - self.baseline_children
+
+    def new_connections(self) -> set[tuple[object, ...]]:
+        return self.connections() - self.baseline_connections
+
+    def assert_clean(self, wait: float = 3.0) -> None:
+        """Fail if a child process or a TCP connection started since the baseline is still there."""
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not self.new_children() and not self.new_connections():
+                return
+            time.sleep(0.05)
+        assert not self.new_children(), f"child processes left running: {self.new_children()}"
+        assert not self.new_connections(), f"connections left open: {self.new_connections()}"
+
+
+def _alive(process: object) -> bool:
+    import psutil
+
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE  # type: ignore[attr-defined,no-any-return]
+    except psutil.Error:
+        return False
+
+
+@pytest.fixture
+def leaks() -> Iterator[LeakChecker]:
+    """A baseline of children and connections taken now; checked again when the test ends."""
+    checker = LeakChecker()
+    yield checker
+    checker.assert_clean()

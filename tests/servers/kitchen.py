@@ -1,0 +1,145 @@
+"""A FastMCP server with one tool per thing cubepi must handle (run: python kitchen.py)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import sys
+import time
+
+import anyio
+from mcp import types
+from mcp.server.fastmcp import Context, FastMCP
+from pydantic import BaseModel
+
+server = FastMCP("kitchen")
+
+# A 1x1 transparent PNG.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+
+@server.tool()
+def echo(message: str) -> str:
+    """Echo the message back."""
+    return message
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+def image() -> list[types.ContentBlock]:
+    """A tiny PNG and a caption."""
+    return [
+        types.TextContent(type="text", text="a 1x1 png"),
+        types.ImageContent(type="image", data=base64.b64encode(PNG).decode(), mimeType="image/png"),
+    ]
+
+
+@server.tool()
+def audio() -> list[types.ContentBlock]:
+    """One second of silence (fake WAV bytes)."""
+    data = base64.b64encode(b"\0" * 2048).decode()
+    return [types.AudioContent(type="audio", data=data, mimeType="audio/wav")]
+
+
+@server.tool()
+def resources() -> list[types.ContentBlock]:
+    """A resource link, an embedded text resource, an embedded image and an embedded binary blob."""
+    return [
+        types.ResourceLink(type="resource_link", name="readme", uri="file:///srv/README.md"),
+        types.EmbeddedResource(
+            type="resource",
+            resource=types.TextResourceContents(uri="memo://note", mimeType="text/plain", text="the note"),
+        ),
+        types.EmbeddedResource(
+            type="resource",
+            resource=types.BlobResourceContents(
+                uri="memo://pixel", mimeType="image/png", blob=base64.b64encode(PNG).decode()
+            ),
+        ),
+        types.EmbeddedResource(
+            type="resource",
+            resource=types.BlobResourceContents(
+                uri="memo://data.bin",
+                mimeType="application/octet-stream",
+                blob=base64.b64encode(b"x" * 3000).decode(),
+            ),
+        ),
+    ]
+
+
+class Weather(BaseModel):
+    city: str
+    temperature: float
+    conditions: str
+
+
+@server.tool()
+def weather(city: str) -> Weather:
+    """Structured weather for a city."""
+    return Weather(city=city, temperature=21.5, conditions="sunny")
+
+
+@server.tool()
+def fail(reason: str = "it broke") -> str:
+    """Always fails (the server reports isError)."""
+    raise ValueError(reason)
+
+
+@server.tool()
+async def progress(steps: int, ctx: Context) -> str:  # type: ignore[type-arg]
+    """Report progress `steps` times, then finish."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step}")
+        await anyio.sleep(0.01)
+    return f"done after {steps} steps"
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Sleep, then answer."""
+    await anyio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool()
+def crash(message: str = "fatal: the kitchen is on fire") -> str:
+    """Print to stderr and kill the server process mid-call."""
+    print(message, file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+@server.tool()
+def env(name: str) -> str:
+    """The value of an environment variable in the server ("<unset>" if missing)."""
+    return os.environ.get(name, "<unset>")
+
+
+@server.tool()
+def cwd() -> str:
+    """The server's working directory."""
+    return os.getcwd()
+
+
+@server.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+if __name__ == "__main__":
+    delay = float(os.environ.get("KITCHEN_START_DELAY", "0"))
+    if delay:
+        time.sleep(delay)
+    transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    if transport != "stdio":
+        server.settings.host = "127.0.0.1"
+        server.settings.port = int(os.environ["PORT"])
+        server.settings.log_level = "WARNING"
+    server.run(transport)  # type: ignore[arg-type]
