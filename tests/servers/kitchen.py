@@ -32,7 +32,7 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-@server.tool()
+@server.tool(structured_output=False)
 def image() -> list[types.ContentBlock]:
     """A tiny PNG and a caption."""
     return [
@@ -41,14 +41,14 @@ def image() -> list[types.ContentBlock]:
     ]
 
 
-@server.tool()
+@server.tool(structured_output=False)
 def audio() -> list[types.ContentBlock]:
     """One second of silence (fake WAV bytes)."""
     data = base64.b64encode(b"\0" * 2048).decode()
     return [types.AudioContent(type="audio", data=data, mimeType="audio/wav")]
 
 
-@server.tool()
+@server.tool(structured_output=False)
 def resources() -> list[types.ContentBlock]:
     """A resource link, an embedded text resource, an embedded image and an embedded binary blob."""
     return [
@@ -102,8 +102,9 @@ async def progress(steps: int, ctx: Context) -> str:  # type: ignore[type-arg]
 
 
 @server.tool()
-async def slow(seconds: float) -> str:
-    """Sleep, then answer."""
+async def slow(seconds: float, ctx: Context) -> str:  # type: ignore[type-arg]
+    """Say "sleeping" (a progress notification), sleep, then answer."""
+    await ctx.report_progress(0, None, "sleeping")
     await anyio.sleep(seconds)
     return f"slept {seconds}"
 
@@ -116,15 +117,17 @@ def crash(message: str = "fatal: the kitchen is on fire") -> str:
 
 
 @server.tool()
-def env(name: str) -> str:
-    """The value of an environment variable in the server ("<unset>" if missing)."""
-    return os.environ.get(name, "<unset>")
+def context(names: list[str]) -> dict[str, object]:
+    """The server's working directory, and the values of some environment variables (None if unset)."""
+    return {"cwd": os.getcwd(), "env": {name: os.environ.get(name) for name in names}}
 
 
 @server.tool()
-def cwd() -> str:
-    """The server's working directory."""
-    return os.getcwd()
+def header(name: str, ctx: Context) -> str:  # type: ignore[type-arg]
+    """The value of an HTTP request header as the server received it ("<none>" if absent)."""
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", None)
+    return str(headers.get(name, "<none>")) if headers is not None else "<not http>"
 
 
 @server.tool()

@@ -23,10 +23,11 @@ PAGE = 3
 
 @server.list_tools()
 async def list_tools(request: types.ListToolsRequest) -> types.ListToolsResult:
+    await anyio.sleep(float(os.environ.get("PAGED_LIST_DELAY", "0")))
     cursor = request.params.cursor if request.params else None
-    start = int(cursor) if cursor else 0
     if os.environ.get("PAGED_MODE") == "loop":
         return types.ListToolsResult(tools=TOOLS[:PAGE], nextCursor="again")
+    start = int(cursor) if cursor else 0
     end = start + PAGE
     return types.ListToolsResult(tools=TOOLS[start:end], nextCursor=str(end) if end < len(TOOLS) else None)
 

@@ -1,0 +1,70 @@
+"""Server configurations: validation, secret-free reprs, and `import cubepi.mcp` without the SDK."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import httpx
+import pytest
+
+from cubepi import UserError
+from cubepi.mcp import HttpServer, StdioServer
+
+
+def test_stdio_repr_shows_env_names_not_values() -> None:
+    server = StdioServer("npx", ["-y", "pkg"], env={"API_KEY": "sk-secret-123"}, cwd="/srv")
+    text = repr(server)
+    assert "sk-secret-123" not in text
+    assert "API_KEY" in text and "npx" in text and "/srv" in text
+    assert "sk-secret-123" not in server.describe()
+    assert server.args == ("-y", "pkg")
+
+
+def test_http_repr_hides_header_values_query_and_userinfo() -> None:
+    class TokenAuth(httpx.Auth):
+        pass
+
+    server = HttpServer(
+        "https://user:pw@example.com:8443/mcp?api_key=sk-q-999",
+        headers={"Authorization": "Bearer sk-h-777"},
+        auth=TokenAuth(),
+    )
+    for text in (repr(server), server.describe()):
+        assert "sk-h-777" not in text and "sk-q-999" not in text and "pw" not in text
+    assert "Authorization" in repr(server)
+    assert "https://example.com:8443/mcp" in server.describe()
+    assert "TokenAuth" in repr(server)
+
+
+def test_bad_configurations_are_user_errors() -> None:
+    with pytest.raises(UserError):
+        StdioServer("")
+    with pytest.raises(UserError, match="list of strings"):
+        StdioServer("npx", "-y pkg")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="http"):
+        HttpServer("ftp://example.com")
+    with pytest.raises(UserError, match="transport"):
+        HttpServer("http://example.com/mcp", transport="websocket")  # type: ignore[arg-type]
+
+
+def test_import_without_the_mcp_extra_then_a_clear_error() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["mcp"] = None  # as if the extra were not installed
+        import anyio
+        import cubepi.mcp as m
+        from cubepi import UserError
+        assert not [name for name, mod in sys.modules.items() if name.startswith("mcp") and mod is not None]
+        try:
+            anyio.run(m.load_mcp_tools_stdio, "whatever")
+        except UserError as exc:
+            print(type(exc).__name__, exc)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("UserError")
+    assert 'pip install "cubepi[mcp]"' in done.stdout
