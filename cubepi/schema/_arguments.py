@@ -1,0 +1,95 @@
+"""Wire arguments: what goes to the server for a validated model.
+
+Exactly the fields the caller set (recursively), under their wire names, in JSON form: no injected
+defaults, explicit nulls kept. One exception makes OpenAI strict mode round-trip: a null for an optional
+property whose schema does not allow null (strict mode makes optional properties required-but-nullable,
+so a model sends null for "absent") is dropped, so the server's own default applies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from ._check import is_valid, resolve_ref
+
+__all__ = ["drop_disallowed_nulls", "to_arguments"]
+
+_MAX_DEPTH = 200
+
+
+def to_arguments(params: BaseModel) -> dict[str, Any]:
+    """The wire arguments of a validated model (see the module docstring for the one null rule)."""
+    data: dict[str, Any] = params.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    schema = getattr(type(params), "__cubepi_schema__", None)
+    if isinstance(schema, dict) and _has_null(data):
+        root = getattr(type(params), "__cubepi_root__", None) or schema
+        pruned = drop_disallowed_nulls(data, schema, root)
+        assert isinstance(pruned, dict)
+        return pruned
+    return data
+
+
+def _has_null(value: object) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, dict):
+        return any(_has_null(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_null(v) for v in value)
+    return False
+
+
+def drop_disallowed_nulls(value: Any, schema: Any, root: Any, depth: int = 0) -> Any:
+    """Drop nulls of optional properties whose schema does not allow null, guided by `schema`."""
+    if not isinstance(schema, dict) or depth > _MAX_DEPTH or not _has_null(value):
+        return value
+    depth += 1
+    seen: set[int] = set()
+    while "$ref" in schema and id(schema) not in seen:
+        seen.add(id(schema))
+        target = resolve_ref(schema["$ref"], root)
+        if not isinstance(target, dict):
+            break
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        value = drop_disallowed_nulls(value, rest, root, depth) if rest else value
+        schema = target
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        props = props if isinstance(props, dict) else {}
+        required = schema.get("required")
+        required = required if isinstance(required, list) else []
+        extra = schema.get("additionalProperties")
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            sub = props.get(key)
+            if key in props:
+                if item is None and key not in required and not is_valid(None, sub, root):
+                    continue
+                item = drop_disallowed_nulls(item, sub, root, depth)
+            elif isinstance(extra, dict):
+                item = drop_disallowed_nulls(item, extra, root, depth)
+            out[key] = item
+        value = out
+    elif isinstance(value, list):
+        prefix = schema.get("prefixItems")
+        prefix = prefix if isinstance(prefix, list) else []
+        items = schema.get("items")
+        value = [
+            drop_disallowed_nulls(item, prefix[i] if i < len(prefix) else items, root, depth)
+            for i, item in enumerate(value)
+        ]
+    all_of = schema.get("allOf")
+    if isinstance(all_of, list):
+        for sub in all_of:
+            value = drop_disallowed_nulls(value, sub, root, depth)
+    for key in ("anyOf", "oneOf"):
+        branches = schema.get(key)
+        if isinstance(branches, list) and not any(is_valid(value, b, root) for b in branches):
+            for branch in branches:
+                candidate = drop_disallowed_nulls(value, branch, root, depth)
+                if is_valid(candidate, branch, root):
+                    value = candidate
+                    break
+    return value

@@ -1,0 +1,296 @@
+"""Build a Pydantic model from a normalised JSON Schema with `pydantic.create_model`.
+
+The model's types carry the shape (nested objects become nested models, `enum`/`const` become `Literal`,
+type lists and `anyOf`/`oneOf` become unions, `format` stays `str`), with no lax coercion: ``"1"`` is not
+an integer, ``True`` is not a number, 1.0 is an integer (as in JSON Schema). What types cannot express
+exactly becomes `Any` there, and the root model then checks the wire arguments against the whole schema
+(`_check`), so the model accepts exactly what the schema accepts. `model_json_schema()` returns the
+(normalised) server schema itself, so every description, default, constraint and unmodelled keyword
+reaches the LLM unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Annotated, Any, ClassVar, Literal, Union, cast
+
+import pydantic
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from ._arguments import to_arguments
+from ._check import first_error, is_valid, resolve_ref
+from ._names import class_name, field_names
+from ._normalize import normalize_schema
+
+__all__ = ["BridgeModel", "schema_to_model"]
+
+_MAX_DEPTH = 24
+_MAX_LITERAL = 512
+_ANY: Any = Any
+
+
+class BridgeModel(BaseModel):
+    """Base of every model `schema_to_model` builds (open objects: unknown properties are kept)."""
+
+    model_config = ConfigDict(
+        strict=True,
+        extra="allow",
+        allow_inf_nan=False,
+        protected_namespaces=(),
+        regex_engine="python-re",
+        populate_by_name=False,
+    )
+
+    __cubepi_schema__: ClassVar[dict[str, Any]] = {}
+    __cubepi_root__: ClassVar[dict[str, Any] | None] = None
+    __cubepi_is_root__: ClassVar[bool] = False
+
+    @model_validator(mode="after")
+    def _cubepi_check(self) -> BridgeModel:
+        cls = type(self)
+        if cls.__cubepi_is_root__:
+            error = first_error(to_arguments(self), cls.__cubepi_schema__)
+            if error is not None:
+                raise PydanticCustomError("json_schema", "{error}", {"error": error})
+        return self
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The server's own (normalised) schema for this object, definitions included."""
+        if not cls.__cubepi_schema__ and cls.__cubepi_root__ is None:
+            return super().model_json_schema(*args, **kwargs)
+        schema = copy.deepcopy(cls.__cubepi_schema__)
+        root = cls.__cubepi_root__
+        if root is not None and root is not cls.__cubepi_schema__:
+            for key in ("$defs", "definitions"):
+                if key in root and key not in schema:
+                    schema[key] = copy.deepcopy(root[key])
+        return schema
+
+
+class ClosedBridgeModel(BridgeModel):
+    """Base of models for objects with ``additionalProperties: false``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _integral(value: Any) -> Any:
+    """JSON Schema counts 1.0 as an integer; hand it to the strict int validator as 1."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+_Integer: Any = Annotated[int, BeforeValidator(_integral)]
+_Number: Any = Union[int, float]  # noqa: UP007 - a runtime union object; int keeps big integers exact
+_SCALARS: dict[str, Any] = {"string": str, "boolean": bool, "null": type(None), "integer": _Integer}
+
+
+def _literal_guard(values: tuple[Any, ...]) -> Any:
+    has_bool = any(isinstance(v, bool) for v in values)
+
+    def guard(value: Any) -> Any:
+        if isinstance(value, bool) and not has_bool:
+            raise PydanticCustomError(
+                "literal_error", "Input should be one of {expected}", {"expected": values}
+            )
+        return _integral(value)
+
+    return guard
+
+
+def _literal(values: list[Any]) -> Any | None:
+    """`Literal[...]` for enum/const values that Python's Literal can hold; None otherwise."""
+    out: list[Any] = []
+    for value in values:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if value is not None and not isinstance(value, (str, int, bool)):
+            return None
+        if not any(type(v) is type(value) and v == value for v in out):
+            out.append(value)
+    if not out or len(out) > _MAX_LITERAL:
+        return None
+    args = tuple(out)
+    return Annotated[cast(Any, Literal)[args], BeforeValidator(_literal_guard(args))]
+
+
+def _union(options: list[Any]) -> Any:
+    unique: list[Any] = []
+    for option in options:
+        if option is _ANY:
+            return _ANY
+        if option not in unique:
+            unique.append(option)
+    if not unique:
+        return _ANY
+    if len(unique) == 1:
+        return unique[0]
+    return cast(Any, Union)[tuple(unique)]
+
+
+_NUMBER_LIMITS = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt"}
+_LENGTH_LIMITS = {"minLength": "min_length", "maxLength": "max_length"}
+_ITEM_LIMITS = {"minItems": "min_length", "maxItems": "max_length"}
+
+
+class _Builder:
+    """One conversion: the root schema, a cache of identical subschemas, and the `$ref`s being built."""
+
+    def __init__(self, root: dict[str, Any], name: str) -> None:
+        self.root = root
+        self.name = name
+        self.building: set[int] = set()
+        self.cache: dict[str, Any] = {}
+        self.names: set[str] = set()
+
+    def unique_name(self, hint: str) -> str:
+        name, n = hint, 2
+        while name in self.names:
+            name, n = f"{hint}{n}", n + 1
+        self.names.add(name)
+        return name
+
+    def annotation(self, node: Any, hint: str, depth: int) -> Any:
+        """The Python type for a subschema: a necessary condition of it, never stricter."""
+        if not isinstance(node, dict) or not node or depth > _MAX_DEPTH:
+            return _ANY
+        ref = node.get("$ref")
+        if ref is not None:
+            target = resolve_ref(ref, self.root)
+            if not isinstance(target, dict) or id(target) in self.building:
+                return _ANY  # unresolvable, or a cycle: the checker validates below this point
+            self.building.add(id(target))
+            try:
+                return self.annotation(target, class_name(str(ref).rsplit("/", 1)[-1]) or hint, depth + 1)
+            finally:
+                self.building.discard(id(target))
+        if isinstance(node.get("enum"), list):
+            literal = _literal(node["enum"])
+            if literal is not None:
+                return literal
+        if "const" in node:
+            literal = _literal([node["const"]])
+            if literal is not None:
+                return literal
+        kind = node.get("type")
+        if isinstance(kind, str):
+            return self.typed(node, kind, hint, depth)
+        if isinstance(kind, list):
+            return _union([self.typed(node, k, hint, depth) for k in kind if isinstance(k, str)])
+        for key in ("anyOf", "oneOf"):
+            branches = node.get(key)
+            if isinstance(branches, list) and branches:
+                return _union(
+                    [self.annotation(b, f"{hint}{i + 1}", depth + 1) for i, b in enumerate(branches)]
+                )
+        all_of = node.get("allOf")
+        if isinstance(all_of, list) and len(all_of) == 1:
+            return self.annotation(all_of[0], hint, depth + 1)
+        return _ANY
+
+    def typed(self, node: dict[str, Any], kind: str, hint: str, depth: int) -> Any:
+        if kind in _SCALARS:
+            return _SCALARS[kind]
+        if kind == "number":
+            return _Number
+        if kind == "array":
+            items = node.get("items")
+            if "prefixItems" in node or not isinstance(items, dict):
+                return list[Any]
+            return list[self.annotation(items, hint + "Item", depth + 1)]  # type: ignore[misc]
+        if kind == "object":
+            props = node.get("properties")
+            closed = node.get("additionalProperties") is False
+            if not props and not closed:
+                extra = node.get("additionalProperties")
+                if isinstance(extra, dict) and "patternProperties" not in node:
+                    return dict[str, self.annotation(extra, hint + "Value", depth + 1)]  # type: ignore[misc]
+                return dict[str, Any]
+            return self.model(node, hint, depth)
+        return _ANY
+
+    def model(self, node: dict[str, Any], hint: str, depth: int, *, root: bool = False) -> type[BridgeModel]:
+        """A nested model for an object schema (identical subschemas share one model)."""
+        key = ""
+        if not root:
+            try:
+                key = json.dumps(node, sort_keys=True)
+            except (TypeError, ValueError):
+                key = ""
+            if key and key in self.cache:
+                return cast(type[BridgeModel], self.cache[key])
+        props = node.get("properties")
+        props = props if isinstance(props, dict) else {}
+        required = node.get("required")
+        required = set(required) if isinstance(required, list) else set()
+        names = field_names(list(props))
+        fields: dict[str, Any] = {}
+        for wire, sub in props.items():
+            python = names[wire]
+            ann = self.annotation(sub, hint + class_name(wire), depth + 1)
+            nullable = is_valid(None, sub, self.root)
+            info = _field_kwargs(sub, ann)
+            if python != wire:
+                info["alias"] = wire
+            if wire in required:
+                default: Any = ...
+            else:
+                if not nullable and ann is not _ANY:
+                    ann = Union[ann, None]  # noqa: UP007 - null here means "absent" (strict mode)
+                default = (
+                    copy.deepcopy(sub["default"]) if isinstance(sub, dict) and "default" in sub else None
+                )
+            fields[python] = (ann, Field(default, **info))
+        extra = node.get("additionalProperties")
+        closed = extra is False and "patternProperties" not in node and "unevaluatedProperties" not in node
+        base = ClosedBridgeModel if closed else BridgeModel
+        doc = node.get("description")
+        model = pydantic.create_model(
+            self.unique_name(hint),
+            __base__=base,
+            __doc__=doc if isinstance(doc, str) else None,
+            **fields,
+        )
+        model.__cubepi_schema__ = node
+        model.__cubepi_root__ = self.root
+        model.__cubepi_is_root__ = root
+        if key:
+            self.cache[key] = model
+        return model
+
+
+def _field_kwargs(sub: Any, ann: Any) -> dict[str, Any]:
+    """Field metadata Pydantic can hold with JSON Schema's meaning (the checker enforces the rest)."""
+    out: dict[str, Any] = {}
+    if not isinstance(sub, dict):
+        return out
+    if isinstance(sub.get("description"), str):
+        out["description"] = sub["description"]
+    if ann is str:
+        limits = _LENGTH_LIMITS
+    elif ann is _Integer:
+        limits = _NUMBER_LIMITS
+    elif ann is list or getattr(ann, "__origin__", None) is list:
+        limits = _ITEM_LIMITS
+    else:
+        return out
+    for key, name in limits.items():
+        value = sub.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name] = value
+    return out
+
+
+def schema_to_model(schema: Any, *, name: str) -> type[BaseModel]:
+    """Build a Pydantic model from a tool's `inputSchema`.
+
+    The model accepts exactly what the schema accepts; property names that are not usable Python names
+    become aliased fields; `to_arguments` sends back the wire form. Never raises on a schema a server
+    could send; raises `SchemaError` (naming the tool) when the schema is not an object at all.
+    """
+    normalized = normalize_schema(schema, tool_name=name)
+    builder = _Builder(normalized, name)
+    return builder.model(normalized, builder.unique_name(class_name(name)), 0, root=True)
