@@ -1,0 +1,243 @@
+"""The ``cubepi`` command: look at an MCP server's tools, call one, or run the offline demo.
+
+```
+cubepi tools -- npx -y @modelcontextprotocol/server-filesystem ./sandbox
+cubepi tools --url https://host/mcp --header "Authorization: Bearer $TOKEN"
+cubepi call read_text_file '{"path": "box/a.txt"}' -- npx -y @modelcontextprotocol/server-filesystem box
+cubepi demo
+```
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import types
+import typing
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+import anyio
+
+from .errors import CubepiError, SchemaError, UserError
+from .mcp import HttpServer, StdioServer, load_mcp_tools
+from .tools import AgentTool, AgentToolResult, ImageContent, TextContent
+
+__all__ = ["main", "signature"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 the tool reported an error, 2 failure)."""
+    parser = _parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.action is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(anyio.run(_ACTIONS[args.action], args))
+    except (CubepiError, ValueError) as exc:
+        print(f"cubepi: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+# -- arguments ------------------------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cubepi", description="The tools of any MCP server as typed tools.")
+    sub = parser.add_subparsers(dest="action", metavar="{tools,call,demo}")
+
+    tools = sub.add_parser("tools", help="list a server's tools with their typed signatures")
+    _server_arguments(tools)
+
+    call = sub.add_parser("call", help="call one tool with JSON arguments")
+    call.add_argument("tool", help="the tool's name, as `cubepi tools` shows it")
+    call.add_argument("arguments", nargs="?", default="{}", help="the arguments as a JSON object")
+    call.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    _server_arguments(call)
+
+    sub.add_parser("demo", help="start the bundled example server, show its tools and call one (offline)")
+    return parser
+
+
+def _server_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", help="an HTTP MCP endpoint instead of a command")
+    parser.add_argument(
+        "--transport", choices=["auto", "streamable-http", "sse"], default="auto", help="HTTP transport"
+    )
+    parser.add_argument(
+        "--header", action="append", default=[], metavar="'NAME: VALUE'", help="an HTTP header (repeatable)"
+    )
+    parser.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="a variable for a stdio server"
+    )
+    parser.add_argument("--cwd", help="working directory of a stdio server")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per phase (default 30)")
+    parser.add_argument("command", nargs="*", help="after --: the stdio server's command and arguments")
+
+
+def _server(args: argparse.Namespace) -> StdioServer | HttpServer:
+    command = [part for part in args.command]
+    if command and command[0] == "--":
+        command = command[1:]
+    if args.url and command:
+        raise UserError("give either --url URL or -- COMMAND ARGS..., not both")
+    if args.url:
+        headers: dict[str, str] = {}
+        for item in args.header:
+            name, sep, value = item.partition(":")
+            if not sep or not name.strip():
+                raise UserError(
+                    f"--header takes 'NAME: VALUE', got a value without a colon ({name[:20]!r}...)"
+                )
+            headers[name.strip()] = value.strip()
+        return HttpServer(args.url, headers=headers or None, transport=args.transport)
+    if not command:
+        raise UserError("say which server: --url URL, or -- COMMAND ARGS... (for example: -- npx -y pkg)")
+    env: dict[str, str] = {}
+    for item in args.env:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UserError(f"--env takes NAME=VALUE, got {name!r} without '='")
+        env[name] = value
+    return StdioServer(command[0], command[1:], env=env or None, cwd=args.cwd)
+
+
+# -- actions --------------------------------------------------------------------------------------------
+
+
+async def _tools(args: argparse.Namespace) -> int:
+    server = _server(args)
+    tools = await load_mcp_tools(server, timeout=args.timeout)
+    print(f"{len(tools)} tools from {server.describe()}:\n")
+    _print_tools(tools, sys.stdout)
+    return 0
+
+
+async def _call(args: argparse.Namespace) -> int:
+    try:
+        arguments = json.loads(args.arguments)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"the arguments must be a JSON object: {exc}") from exc
+    if not isinstance(arguments, dict):
+        raise UserError('the arguments must be a JSON object, like \'{"path": "."}\'')
+    server = _server(args)
+    tools = await load_mcp_tools(server, timeout=args.timeout)
+    chosen = next((item for item in tools if item.name == args.tool), None)
+    if chosen is None:
+        names = ", ".join(sorted(item.name for item in tools))
+        raise UserError(f"{server.describe()} has no tool {args.tool!r}; it has: {names}")
+    result = await chosen.execute(arguments)
+    if args.json:
+        print(json.dumps(_result_json(result), indent=2, ensure_ascii=False))
+    else:
+        _print_result(result, sys.stdout)
+    return 1 if result.is_error else 0
+
+
+async def _demo(args: argparse.Namespace) -> int:
+    server = StdioServer(sys.executable, ["-m", "cubepi.mcp.demo_server"])
+    print(f"Starting the demo server: {server.describe()}")
+    tools = await load_mcp_tools(server, timeout=60)
+    print(f"\nIts {len(tools)} tools, as typed Python tools:\n")
+    _print_tools(tools, sys.stdout)
+    forecast = next(item for item in tools if item.name == "forecast")
+    arguments = {"city": "Paris", "days": 2}
+    print(
+        f"\nCalling forecast({', '.join(f'{k}={v!r}' for k, v in arguments.items())}) in a fresh session:\n"
+    )
+    result = await forecast.execute(forecast.parameters.model_validate(arguments))
+    _print_result(result, sys.stdout)
+    refused = await forecast.execute({"city": "Paris", "days": 9})
+    print("\nBad arguments never reach the server; the model reads why:\n")
+    _print_result(refused, sys.stdout)
+    return 0
+
+
+_ACTIONS = {"tools": _tools, "call": _call, "demo": _demo}
+
+
+# -- printing -------------------------------------------------------------------------------------------
+
+
+def signature(item: AgentTool) -> str:
+    """A tool's typed signature, like ``forecast(city: str, days: int = 2)``."""
+    try:
+        model = item.parameters
+    except SchemaError as exc:
+        return f"{item.name}(...)  # schema not usable: {exc}"
+    parts = []
+    for name, field in model.model_fields.items():
+        text = f"{field.alias or name}: {_type_name(field.annotation)}"
+        if not field.is_required():
+            default = (
+                field.get_default(call_default_factory=False) if field.default_factory is None else "..."
+            )
+            text += f" = {default!r}" if default != "..." else " = ..."
+        parts.append(text)
+    return f"{item.name}({', '.join(parts)})"
+
+
+def _type_name(annotation: Any) -> str:
+    if annotation is None or annotation is type(None):
+        return "None"
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _type_name(typing.get_args(annotation)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return " | ".join(_type_name(arg) for arg in typing.get_args(annotation))
+    if origin is typing.Literal:
+        return f"Literal[{', '.join(repr(arg) for arg in typing.get_args(annotation))}]"
+    if origin is not None:
+        args = typing.get_args(annotation)
+        base = getattr(origin, "__name__", str(origin))
+        return f"{base}[{', '.join(_type_name(arg) for arg in args)}]" if args else base
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")
+
+
+def _print_tools(tools: Sequence[AgentTool], out: TextIO) -> None:
+    for item in tools:
+        print(f"  {signature(item)}", file=out)
+        summary = (item.description or "").strip().splitlines()
+        if summary:
+            print(f"      {summary[0]}", file=out)
+
+
+def _print_result(result: AgentToolResult, out: TextIO) -> None:
+    structured = result.details.get("structuredContent")
+    for block in result.content:
+        if isinstance(block, TextContent):
+            if structured is not None and _same_json(block.text, structured):
+                print("(text: the structured content as JSON, for the model)", file=out)
+            else:
+                print(block.text, file=out)
+        elif isinstance(block, ImageContent):
+            print(f"[image: {block.mime_type}, {len(block.data) * 3 // 4} bytes]", file=out)
+    if structured is not None:
+        print(f"details['structuredContent'] = {json.dumps(structured, ensure_ascii=False)}", file=out)
+
+
+def _same_json(text: str, value: Any) -> bool:
+    try:
+        return bool(json.loads(text) == value)
+    except ValueError:
+        return False
+
+
+def _result_json(result: AgentToolResult) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    for block in result.content:
+        if isinstance(block, TextContent):
+            content.append({"type": "text", "text": block.text})
+        else:
+            content.append({"type": "image", "mime_type": block.mime_type, "data": block.data})
+    return {"content": content, "details": result.details, "is_error": result.is_error}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
