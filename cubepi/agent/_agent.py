@@ -1,0 +1,357 @@
+"""`Agent`: the loop that sends the transcript to a model, runs the tools it calls, and repeats."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias, cast
+
+import anyio
+import pydantic
+from pydantic import BaseModel
+
+from ..errors import UserError
+from ..providers import (
+    AssistantMessage,
+    Message,
+    Model,
+    Provider,
+    ProviderRequest,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from ..tools import (
+    AgentTool,
+    AgentToolResult,
+    Content,
+    TextContent,
+    ToolUpdate,
+    ensure_unique_names,
+    find_tool,
+    format_validation_error,
+)
+from ._events import (
+    AgentEnd,
+    AgentEvent,
+    AgentStart,
+    MessageEnd,
+    MessageStart,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+    TurnEnd,
+    TurnStart,
+)
+from ._hooks import (
+    AfterToolCall,
+    ApprovalCallback,
+    BeforeToolCall,
+    BlockCall,
+    ReplaceArguments,
+    ToolCallContext,
+)
+
+__all__ = ["Agent", "AgentState", "Listener"]
+
+
+@dataclass
+class AgentState:
+    """The agent as listeners see it: live, not a copy (read it, do not change it from a listener).
+
+    `messages` is the whole transcript; `turn` the current turn of the running prompt (0 when idle);
+    `running_tool_calls` the ids of tool calls running right now.
+    """
+
+    model: Model
+    tools: tuple[AgentTool, ...]
+    system_prompt: str | None
+    messages: list[Message] = field(default_factory=list)
+    is_running: bool = False
+    turn: int = 0
+    running_tool_calls: set[str] = field(default_factory=set)
+
+
+Listener: TypeAlias = Callable[[AgentEvent, AgentState], "Awaitable[None] | None"]
+"""``listener(event, state)``, sync or async; a listener taking one argument gets the event only."""
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def _arity_one(listener: Callable[..., Any]) -> bool:
+    try:
+        signature = inspect.signature(listener)
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    return len(positional) == 1 and positional[0].kind != positional[0].VAR_POSITIONAL
+
+
+class Agent:
+    """An LLM with tools: `await agent.prompt(text)` runs turns until the model stops calling tools.
+
+    Each turn sends the transcript to `provider`; the tool calls of one response run concurrently, each
+    in its own task. An unknown tool, arguments that fail validation, a blocked or refused call, and an
+    exception raised by a tool all become error results the model reads; the loop goes on.
+
+    - `before_tool_call(ctx)` runs before validation and may return `BlockCall(reason)` or
+      `ReplaceArguments(arguments)`.
+    - `after_tool_call(ctx, result)` may return a new `AgentToolResult`.
+    - `approve(ctx)` decides calls of tools whose `needs_approval` applies; without it they are refused.
+
+    Hooks, `approve` and listeners are user code: what they raise propagates out of `prompt`.
+    Raises `UserError` when two tools share a name (naming both origins) or when `model.provider` is not
+    the provider's `name`.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        model: Model,
+        tools: Sequence[AgentTool] = (),
+        system_prompt: str | None = None,
+        before_tool_call: BeforeToolCall | None = None,
+        after_tool_call: AfterToolCall | None = None,
+        approve: ApprovalCallback | None = None,
+    ) -> None:
+        tools = tuple(tools)
+        for item in tools:
+            if not isinstance(item, AgentTool):
+                raise UserError(f"tools must be AgentTool instances, got {type(item).__name__}: {item!r}")
+        ensure_unique_names(tools)
+        provider_name = getattr(provider, "name", None)
+        if provider_name != model.provider:
+            raise UserError(
+                f"model {model.id!r} is for provider {model.provider!r} but the agent was given "
+                f"{type(provider).__name__} (provider {provider_name!r})"
+            )
+        self.provider = provider
+        self.before_tool_call = before_tool_call
+        self.after_tool_call = after_tool_call
+        self.approve = approve
+        self._state = AgentState(model=model, tools=tools, system_prompt=system_prompt)
+        self._listeners: list[tuple[Callable[..., Any], bool]] = []
+
+    def __repr__(self) -> str:
+        return (
+            f"Agent(model={self.model.id!r}, provider={self.model.provider!r}, tools={len(self.tools)}, "
+            f"messages={len(self.messages)})"
+        )
+
+    # -- state ---------------------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> AgentState:
+        """The live state listeners receive as their second argument."""
+        return self._state
+
+    @property
+    def model(self) -> Model:
+        """The model every turn is sent to."""
+        return self._state.model
+
+    @property
+    def tools(self) -> tuple[AgentTool, ...]:
+        """The tools the model may call."""
+        return self._state.tools
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt sent with every turn."""
+        return self._state.system_prompt
+
+    @property
+    def messages(self) -> list[Message]:
+        """The transcript: user, assistant and tool result messages, oldest first (a live list)."""
+        return self._state.messages
+
+    # -- events --------------------------------------------------------------------------------------------
+
+    def subscribe(
+        self, listener: Listener | Callable[[AgentEvent], Awaitable[None] | None]
+    ) -> Callable[[], None]:
+        """Call `listener(event, state)` for every event; returns a function that unsubscribes it.
+
+        Listeners run in subscription order and are awaited when async; `state` is `agent.state`.
+        """
+        entry = (cast(Callable[..., Any], listener), _arity_one(listener))
+        self._listeners.append(entry)
+
+        def unsubscribe() -> None:
+            if entry in self._listeners:
+                self._listeners.remove(entry)
+
+        return unsubscribe
+
+    async def _emit(self, event: AgentEvent) -> None:
+        for listener, event_only in list(self._listeners):
+            if event_only:
+                await _maybe_await(listener(event))
+            else:
+                await _maybe_await(listener(event, self._state))
+
+    # -- the loop ------------------------------------------------------------------------------------------
+
+    async def prompt(self, text: str | Sequence[Content]) -> AssistantMessage:
+        """Add a user message and run turns until the model answers without tool calls; return that answer."""
+        if self._state.is_running:
+            raise UserError("this agent is already running a prompt; await it before prompting again")
+        content: list[Content] = [TextContent(text)] if isinstance(text, str) else list(text)
+        start = len(self.messages)
+        self._state.is_running = True
+        try:
+            await self._emit(AgentStart())
+            try:
+                final = await self._run(UserMessage(content=content))
+            except Exception as exc:
+                await self._emit(AgentEnd(messages=self.messages[start:], error=exc))
+                raise
+            await self._emit(AgentEnd(messages=self.messages[start:]))
+            return final
+        finally:
+            self._state.is_running = False
+            self._state.turn = 0
+            self._state.running_tool_calls.clear()
+
+    async def _append(self, message: Message) -> None:
+        await self._emit(MessageStart(message))
+        self.messages.append(message)
+        await self._emit(MessageEnd(message))
+
+    async def _run(self, user: UserMessage) -> AssistantMessage:
+        pending: Message | None = user
+        while True:
+            self._state.turn += 1
+            turn = self._state.turn
+            await self._emit(TurnStart(turn))
+            if pending is not None:
+                await self._append(pending)
+                pending = None
+            request = ProviderRequest(
+                model=self.model,
+                messages=tuple(self.messages),
+                tools=self.tools,
+                system_prompt=self.system_prompt,
+            )
+            answer = await self.provider.complete(request)
+            await self._append(answer)
+            results = await self._run_tool_calls(answer) if answer.tool_calls else []
+            for message in results:
+                await self._append(message)
+            await self._emit(TurnEnd(turn, answer, results))
+            if not answer.tool_calls:
+                return answer
+
+    async def _run_tool_calls(self, answer: AssistantMessage) -> list[ToolResultMessage]:
+        calls = answer.tool_calls
+        results: list[AgentToolResult | None] = [None] * len(calls)
+        failures: list[BaseException] = []
+
+        async def run_one(index: int, call: ToolCall) -> None:
+            try:
+                results[index] = await self._run_tool_call(call, answer)
+            except Exception as exc:  # user code (hook, approve, listener) raised: re-raised below
+                failures.append(exc)
+            finally:
+                self._state.running_tool_calls.discard(call.id)
+
+        async with anyio.create_task_group() as group:
+            for index, call in enumerate(calls):
+                self._state.running_tool_calls.add(call.id)
+                group.start_soon(run_one, index, call, name=f"cubepi tool call {call.name} ({call.id})")
+        if failures:
+            raise failures[0]
+        return [
+            ToolResultMessage.from_result(call, result)
+            for call, result in zip(calls, results, strict=True)
+            if result is not None
+        ]
+
+    async def _run_tool_call(self, call: ToolCall, answer: AssistantMessage) -> AgentToolResult:
+        await self._emit(ToolExecutionStart(call.id, call.name, dict(call.arguments)))
+        result = await self._dispatch(call, answer)
+        await self._emit(ToolExecutionEnd(call.id, call.name, result))
+        return result
+
+    async def _dispatch(self, call: ToolCall, answer: AssistantMessage) -> AgentToolResult:
+        tool = find_tool(self.tools, call.name)
+        if tool is None:
+            names = ", ".join(item.api_name for item in self.tools) or "(none)"
+            return AgentToolResult.error(
+                f"Unknown tool {call.name!r}. Available tools: {names}.", reason="unknown_tool"
+            )
+        if call.arguments_error is not None:
+            return AgentToolResult.error(
+                f"Invalid arguments for tool {call.name!r}: {call.arguments_error}. "
+                "Send the arguments as a JSON object.",
+                reason="invalid_arguments",
+            )
+        arguments: Mapping[str, Any] | BaseModel = call.arguments
+        ctx = ToolCallContext(tool_call=call, tool=tool, arguments=call.arguments, assistant_message=answer)
+        if self.before_tool_call is not None:
+            decision = await _maybe_await(self.before_tool_call(ctx))
+            if isinstance(decision, BlockCall):
+                return AgentToolResult.error(
+                    f"The call to tool {call.name!r} was blocked: {decision.reason}",
+                    reason="blocked",
+                    block_reason=decision.reason,
+                )
+            if isinstance(decision, ReplaceArguments):
+                arguments = decision.arguments
+            elif decision is not None:
+                raise UserError(
+                    "before_tool_call must return BlockCall, ReplaceArguments or None, "
+                    f"got {type(decision).__name__}"
+                )
+        try:
+            params = tool.validate(arguments)
+        except pydantic.ValidationError as exc:
+            return AgentToolResult.error(
+                format_validation_error(call.name, exc),
+                reason="invalid_arguments",
+                validation_errors=exc.errors(include_url=False, include_context=False, include_input=False),
+            )
+        wire = arguments if isinstance(arguments, Mapping) else params.model_dump(mode="json", by_alias=True)
+        ctx = ToolCallContext(
+            tool_call=call, tool=tool, arguments=dict(wire), assistant_message=answer, params=params
+        )
+        if tool.requires_approval(params):
+            approved = False
+            if self.approve is not None:
+                approved = bool(await _maybe_await(self.approve(ctx)))
+            if not approved:
+                why = (
+                    "was refused"
+                    if self.approve is not None
+                    else "needs approval and no approve callback is set"
+                )
+                return AgentToolResult.error(f"The call to tool {call.name!r} {why}.", reason="not_approved")
+
+        async def on_update(update: ToolUpdate) -> None:
+            await self._emit(ToolExecutionUpdate(call.id, call.name, update))
+
+        try:
+            result = await tool.execute(params, on_update=on_update)
+        except Exception as exc:
+            result = AgentToolResult.error(
+                f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", reason="exception", exception=exc
+            )
+        if self.after_tool_call is not None:
+            replaced = await _maybe_await(self.after_tool_call(ctx, result))
+            if replaced is not None:
+                if not isinstance(replaced, AgentToolResult):
+                    raise UserError(
+                        "after_tool_call must return an AgentToolResult or None, "
+                        f"got {type(replaced).__name__}"
+                    )
+                result = replaced
+        return result

@@ -1,0 +1,133 @@
+"""The typed events an `Agent` sends to its listeners, in the order they happen.
+
+```
+AgentStart
+  TurnStart(1)
+    MessageStart/MessageEnd(UserMessage)
+    MessageStart/MessageEnd(AssistantMessage)
+    ToolExecutionStart ... ToolExecutionUpdate* ... ToolExecutionEnd   (per call; calls overlap)
+    MessageStart/MessageEnd(ToolResultMessage)                          (per call, in call order)
+  TurnEnd(1)
+  TurnStart(2) ...
+AgentEnd
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from ..providers import AssistantMessage, Message, ToolResultMessage
+from ..tools import AgentToolResult, ToolUpdate
+
+__all__ = [
+    "AgentEnd",
+    "AgentEvent",
+    "AgentStart",
+    "MessageEnd",
+    "MessageStart",
+    "ToolExecutionEnd",
+    "ToolExecutionStart",
+    "ToolExecutionUpdate",
+    "TurnEnd",
+    "TurnStart",
+]
+
+
+@dataclass(frozen=True)
+class AgentStart:
+    """`prompt` began."""
+
+    type: Literal["agent_start"] = "agent_start"
+
+
+@dataclass(frozen=True)
+class AgentEnd:
+    """`prompt` finished: `messages` are the ones this prompt added; `error` is set when it failed."""
+
+    messages: list[Message] = field(default_factory=list)
+    error: BaseException | None = None
+    type: Literal["agent_end"] = "agent_end"
+
+
+@dataclass(frozen=True)
+class TurnStart:
+    """A turn (one model response and the tool calls it asked for) began; turns count from 1."""
+
+    turn: int
+    type: Literal["turn_start"] = "turn_start"
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    """A turn ended: the assistant's `message` and the `tool_results` answering its calls."""
+
+    turn: int
+    message: AssistantMessage
+    tool_results: list[ToolResultMessage] = field(default_factory=list)
+    type: Literal["turn_end"] = "turn_end"
+
+
+@dataclass(frozen=True)
+class MessageStart:
+    """A message is about to join the transcript (responses are not streamed: its end follows at once)."""
+
+    message: Message
+    type: Literal["message_start"] = "message_start"
+
+
+@dataclass(frozen=True)
+class MessageEnd:
+    """A message joined the transcript."""
+
+    message: Message
+    type: Literal["message_end"] = "message_end"
+
+
+@dataclass(frozen=True)
+class ToolExecutionStart:
+    """A tool call began: `tool_name` as the model sent it, `arguments` as the model sent them."""
+
+    tool_call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    type: Literal["tool_execution_start"] = "tool_execution_start"
+
+
+@dataclass(frozen=True)
+class ToolExecutionUpdate:
+    """A running tool reported progress through its `on_update` callback."""
+
+    tool_call_id: str
+    tool_name: str
+    update: ToolUpdate
+    type: Literal["tool_execution_update"] = "tool_execution_update"
+
+
+@dataclass(frozen=True)
+class ToolExecutionEnd:
+    """A tool call finished with `result` (an error result if unknown, invalid, blocked, or failed)."""
+
+    tool_call_id: str
+    tool_name: str
+    result: AgentToolResult
+    type: Literal["tool_execution_end"] = "tool_execution_end"
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the result is an error result."""
+        return self.result.is_error
+
+
+AgentEvent: TypeAlias = (
+    AgentStart
+    | AgentEnd
+    | TurnStart
+    | TurnEnd
+    | MessageStart
+    | MessageEnd
+    | ToolExecutionStart
+    | ToolExecutionUpdate
+    | ToolExecutionEnd
+)
