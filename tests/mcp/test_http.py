@@ -186,3 +186,11 @@ async def test_initialize_timeout_over_http(silent_url: str, transport: str, lea
         with pytest.raises(MCPTimeoutError) as caught:
             await load_mcp_tools(HttpServer(silent_url, transport=transport), timeout=1)  # type: ignore[arg-type]
     assert caught.value.phase == "initialize" and caught.value.limit == 1
+
+
+def test_execute_sync_outside_a_loop(kitchen_http: RunningServer) -> None:
+    echo = make_mcp_agent_tool(
+        {"name": "echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}},
+        HttpServer(kitchen_http.url, transport="streamable-http"),
+    )
+    assert echo.execute_sync({"message": "from a script"}).text == "from a script"

@@ -68,3 +68,14 @@ def test_import_without_the_mcp_extra_then_a_clear_error() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("UserError")
     assert 'pip install "cubepi[mcp]"' in done.stdout
+
+
+async def test_loader_arguments_are_checked_before_connecting() -> None:
+    from cubepi.mcp import load_mcp_tools
+
+    with pytest.raises(UserError, match="StdioServer or an HttpServer"):
+        await load_mcp_tools("npx -y pkg")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="timeout"):
+        await load_mcp_tools(StdioServer("/nonexistent/server"), timeout=0)
+    with pytest.raises(UserError, match="timeout"):
+        await load_mcp_tools(StdioServer("/nonexistent/server"), timeout="30")  # type: ignore[arg-type]
