@@ -433,7 +433,9 @@ def _subschemas_applied(instance: object, schema: dict[str, Any], ctx: _Ctx, dep
         yield from (sub for key, sub in deps.items() if key in instance)
 
 
-def _evaluated_keys(value: dict[str, Any], schema: object, ctx: _Ctx, depth: int) -> set[str]:
+def _evaluated_keys(
+    value: dict[str, Any], schema: object, ctx: _Ctx, depth: int, top: bool = True
+) -> set[str]:
     if not isinstance(schema, dict) or depth > _MAX_DEPTH:
         return set()
     seen: set[str] = set()
@@ -445,24 +447,24 @@ def _evaluated_keys(value: dict[str, Any], schema: object, ctx: _Ctx, depth: int
         for pattern in patterns:
             regex = compile_pattern(pattern) if isinstance(pattern, str) else None
             seen.update(k for k in value if regex is None or regex.search(k))
-    if "additionalProperties" in schema or "unevaluatedProperties" in schema:
+    if "additionalProperties" in schema or (not top and "unevaluatedProperties" in schema):
         seen.update(value)
     for sub in _subschemas_applied(value, schema, ctx, depth + 1):
-        seen |= _evaluated_keys(value, sub, ctx, depth + 1)
+        seen |= _evaluated_keys(value, sub, ctx, depth + 1, False)
     return seen
 
 
-def _evaluated_items(value: list[Any], schema: object, ctx: _Ctx, depth: int) -> set[int]:
+def _evaluated_items(value: list[Any], schema: object, ctx: _Ctx, depth: int, top: bool = True) -> set[int]:
     if not isinstance(schema, dict) or depth > _MAX_DEPTH:
         return set()
     seen: set[int] = set()
     prefix = schema.get("prefixItems")
     if isinstance(prefix, list):
         seen.update(range(min(len(prefix), len(value))))
-    if "items" in schema or "unevaluatedItems" in schema:
+    if "items" in schema or (not top and "unevaluatedItems" in schema):
         seen.update(range(len(value)))
     if "contains" in schema:
         seen.update(i for i, item in enumerate(value) if _valid(item, schema["contains"], ctx, depth))
     for sub in _subschemas_applied(value, schema, ctx, depth + 1):
-        seen |= _evaluated_items(value, sub, ctx, depth + 1)
+        seen |= _evaluated_items(value, sub, ctx, depth + 1, False)
     return seen
