@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
 import anyio
+import anyio.from_thread
 import pydantic
 from pydantic import BaseModel
 
@@ -258,17 +260,22 @@ class Agent:
 
         async def run_one(index: int, call: ToolCall) -> None:
             try:
-                results[index] = await self._run_tool_call(call, answer)
+                results[index] = await self._run_tool_call(call, answer, failures)
             except Exception as exc:  # user code (hook, approve, listener) raised: re-raised below
                 failures.append(exc)
             finally:
                 self._state.running_tool_calls.discard(call.id)
 
-        async with anyio.create_task_group() as group:
-            for index, call in enumerate(calls):
-                self._state.running_tool_calls.add(call.id)
-                group.start_soon(run_one, index, call, name=f"cubepi tool call {call.name} ({call.id})")
+        try:
+            async with anyio.create_task_group() as group:
+                for index, call in enumerate(calls):
+                    self._state.running_tool_calls.add(call.id)
+                    group.start_soon(run_one, index, call, name=f"cubepi tool call {call.name} ({call.id})")
+        except BaseException:  # cancelled: keep the transcript valid for the next prompt
+            self._settle(calls, results, "the call was cancelled")
+            raise
         if failures:
+            self._settle(calls, results, f"the agent stopped: {type(failures[0]).__name__}")
             raise failures[0]
         return [
             ToolResultMessage.from_result(call, result)
@@ -276,13 +283,27 @@ class Agent:
             if result is not None
         ]
 
-    async def _run_tool_call(self, call: ToolCall, answer: AssistantMessage) -> AgentToolResult:
+    def _settle(self, calls: list[ToolCall], results: list[AgentToolResult | None], why: str) -> None:
+        """Answer every call of an interrupted turn, so the transcript stays valid for the next prompt.
+
+        No events are sent for these messages: the prompt is failing or being cancelled.
+        """
+        for call, result in zip(calls, results, strict=True):
+            if result is None:
+                result = AgentToolResult.error(f"The call to tool {call.name!r} did not complete: {why}.")
+            self.messages.append(ToolResultMessage.from_result(call, result))
+
+    async def _run_tool_call(
+        self, call: ToolCall, answer: AssistantMessage, failures: list[BaseException]
+    ) -> AgentToolResult:
         await self._emit(ToolExecutionStart(call.id, call.name, dict(call.arguments)))
-        result = await self._dispatch(call, answer)
+        result = await self._dispatch(call, answer, failures)
         await self._emit(ToolExecutionEnd(call.id, call.name, result))
         return result
 
-    async def _dispatch(self, call: ToolCall, answer: AssistantMessage) -> AgentToolResult:
+    async def _dispatch(
+        self, call: ToolCall, answer: AssistantMessage, failures: list[BaseException]
+    ) -> AgentToolResult:
         tool = find_tool(self.tools, call.name)
         if tool is None:
             names = ", ".join(item.api_name for item in self.tools) or "(none)"
@@ -336,8 +357,20 @@ class Agent:
                 )
                 return AgentToolResult.error(f"The call to tool {call.name!r} {why}.", reason="not_approved")
 
-        async def on_update(update: ToolUpdate) -> None:
-            await self._emit(ToolExecutionUpdate(call.id, call.name, update))
+        loop_thread = threading.get_ident()
+
+        async def emit_update(update: ToolUpdate) -> None:
+            try:
+                await self._emit(ToolExecutionUpdate(call.id, call.name, update))
+            except Exception as exc:  # a listener's bug is not the tool's failure
+                failures.append(exc)
+
+        def on_update(update: ToolUpdate) -> Awaitable[None] | None:
+            # Awaitable in the event loop; from the worker thread of a sync @tool, run there and wait.
+            if threading.get_ident() == loop_thread:
+                return emit_update(update)
+            anyio.from_thread.run(emit_update, update)
+            return None
 
         try:
             result = await tool.execute(params, on_update=on_update)

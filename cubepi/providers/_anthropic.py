@@ -97,13 +97,13 @@ def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
                 for call in message.tool_calls
             ]
-            out.append({"role": "assistant", "content": content})
+            if content:  # an empty answer cannot be sent back; consecutive user turns are fine
+                out.append({"role": "assistant", "content": content})
         elif isinstance(message, ToolResultMessage):
-            block: dict[str, Any] = {
-                "type": "tool_result",
-                "tool_use_id": message.tool_call_id,
-                "content": _blocks(message.content),
-            }
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+            blocks = _blocks(message.content)
+            if blocks:
+                block["content"] = blocks
             if message.is_error:
                 block["is_error"] = True
             previous = out[-1] if out else None

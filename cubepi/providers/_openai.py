@@ -111,7 +111,9 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
             else:
                 out.append({"role": "user", "content": [_user_part(b) for b in message.content]})
         elif isinstance(message, AssistantMessage):
-            entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+            # content may be null only next to tool_calls
+            text = message.text or (None if message.tool_calls else "")
+            entry: dict[str, Any] = {"role": "assistant", "content": text}
             if message.tool_calls:
                 entry["tool_calls"] = [
                     {

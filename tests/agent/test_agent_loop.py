@@ -297,6 +297,40 @@ async def test_a_raising_hook_propagates() -> None:
     with pytest.raises(ValueError, match="bug in my hook"):
         await agent.prompt("go")
     assert not agent.state.is_running
+    # Every call is still answered, so the transcript can go back to a provider.
+    (settled,) = results(agent)
+    assert settled.is_error and "did not complete: the agent stopped: ValueError" in settled.text
+
+
+async def test_cancelling_a_prompt_answers_the_pending_calls() -> None:
+    started = anyio.Event()
+
+    @tool
+    async def hang() -> str:
+        """Never finishes."""
+        started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    agent, _ = agent_with(
+        [[ToolCall("1", "hang"), ToolCall("2", "add", {"a": 1, "b": 1})], "ok"], [hang, add]
+    )
+    added_done = anyio.Event()
+    agent.subscribe(
+        lambda e, s=None: (
+            added_done.set() if isinstance(e, ToolExecutionEnd) and e.tool_call_id == "2" else None
+        )
+    )
+    async with anyio.create_task_group() as group:
+        group.start_soon(agent.prompt, "go")
+        with anyio.fail_after(10):
+            await started.wait()
+            await added_done.wait()
+        group.cancel_scope.cancel()
+    hung, added = results(agent)
+    assert hung.is_error and "cancelled" in hung.text
+    assert added.text == "2" and not added.is_error
+    assert not agent.state.is_running
 
 
 # -- approval ------------------------------------------------------------------------------------------------
@@ -398,6 +432,23 @@ async def test_events_in_order_with_updates_and_state() -> None:
     assert isinstance(first_end, TurnEnd) and [r.text for r in first_end.tool_results] == ["done"]
     final = events[-1]
     assert isinstance(final, AgentEnd) and final.error is None and final.messages == agent.messages
+
+
+async def test_updates_from_a_sync_tool_in_a_worker_thread() -> None:
+    @tool
+    def crunch(on_update: Any = None) -> str:
+        """Reports progress from its thread."""
+        on_update(ToolUpdate(progress=0.5, message="halfway"))
+        return "crunched"
+
+    agent, _ = agent_with([ToolCall("1", "crunch"), "ok"], [crunch])
+    updates: list[ToolUpdate] = []
+    agent.subscribe(
+        lambda e, s=None: updates.append(e.update) if isinstance(e, ToolExecutionUpdate) else None
+    )
+    await agent.prompt("go")
+    assert updates == [ToolUpdate(progress=0.5, message="halfway")]
+    assert results(agent)[0].text == "crunched"
 
 
 async def test_state_while_tools_run() -> None:
