@@ -9,8 +9,8 @@ and closes. The raw SDK baselines do the same by hand, with a fresh ``ClientSess
   ``call_tool`` also sends ``tools/list`` (to validate structured output), one round trip more than cubepi;
 - ``raw SDK, same work`` : ``initialize`` + one ``tools/call`` request, exactly what cubepi does.
 
-Cases run interleaved (A, B, C, A, B, C, ...) so that load on the machine hits them alike; the table
-shows medians and the ratio of cubepi to each baseline.
+Cases run interleaved, in a shuffled order each round (seeded), so that load on the machine hits them
+alike; the table shows medians and the ratio of cubepi's median to each baseline's.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -84,8 +85,11 @@ async def measure(cases: dict[str, Call], runs: int) -> dict[str, list[float]]:
     timings: dict[str, list[float]] = {name: [] for name in cases}
     for call in cases.values():  # warm-up: imports, npm/node caches, models
         await call()
+    rounds = random.Random(1234)
     for _ in range(runs):
-        for name, call in cases.items():
+        order = list(cases.items())
+        rounds.shuffle(order)
+        for name, call in order:
             start = time.perf_counter()
             await call()
             timings[name].append(time.perf_counter() - start)
