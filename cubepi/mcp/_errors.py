@@ -124,6 +124,7 @@ def translate(
     server: str,
     tool_name: str | None = None,
     stderr: str | None = None,
+    note: str | None = None,
 ) -> BaseException:
     """The exception to raise in place of `exc`: its root cause as an `MCPError` (cubepi errors as-is)."""
     root = root_cause(exc)
@@ -143,8 +144,12 @@ def translate(
         action = f"{what} {server} (for tool {tool_name!r})"
     else:
         action = f"{what} {server}"
+    context = f" ({note})" if note else ""
     error = MCPError(
-        f"{action} failed: {describe_failure(root)}", tool_name=tool_name, server=server, stderr=stderr
+        f"{action} failed{context}: {describe_failure(root)}",
+        tool_name=tool_name,
+        server=server,
+        stderr=stderr,
     )
     error.__cause__ = root
     return error

@@ -94,6 +94,7 @@ class Attempt:
     tool_name: str | None = None
     phase: Phase = "startup"
     stderr: StderrCapture | None = None
+    note: str | None = None  # context for the error message, e.g. how the Streamable HTTP attempt failed
 
     async def stderr_tail(self) -> str | None:
         if self.stderr is None:
@@ -323,6 +324,8 @@ async def open_session(
                 except Exception as exc:
                     if not _errors.is_http_4xx_at_initialize(exc):
                         raise
+                    first = _errors.describe_failure(_errors.root_cause(exc))
+                    attempt.note = f"Streamable HTTP first: {first}; then the SSE transport"
                     attempt.phase = "startup"
                     session = await stack.enter_async_context(
                         _open_once(endpoint, attempt, "sse", client, session_kwargs)
@@ -383,6 +386,7 @@ async def run_stateless(
             server=endpoint.describe(),
             tool_name=tool_name,
             stderr=await attempt.stderr_tail(),
+            note=attempt.note,
         )
         _errors.reraise(error)
     if not done:

@@ -3,6 +3,7 @@ for the session), plus hand-made failing endpoints: nothing listening, a 401, a 
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import socket
 import threading
@@ -136,13 +137,13 @@ async def test_nothing_listening_is_an_mcp_error() -> None:
     assert "ConnectError" in str(caught.value) and "TaskGroup" not in str(caught.value)
 
 
-@pytest.fixture
-def unauthorized_url() -> Iterator[str]:
-    """A plain HTTP server answering 401 to everything."""
+@contextlib.contextmanager
+def denying_server(status: int) -> Iterator[str]:
+    """A plain HTTP server answering `status` to everything; yields its URL (with a secret in the query)."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def _deny(self) -> None:
-            self.send_response(401)
+            self.send_response(status)
             self.send_header("WWW-Authenticate", "Bearer")
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -155,9 +156,17 @@ def unauthorized_url() -> Iterator[str]:
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/mcp?token=sk-query-456"
-    httpd.shutdown()
-    httpd.server_close()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/mcp?token=sk-query-456"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def unauthorized_url() -> Iterator[str]:
+    with denying_server(401) as url:
+        yield url
 
 
 async def test_401_is_reported_without_secrets(unauthorized_url: str) -> None:
@@ -194,3 +203,11 @@ def test_execute_sync_outside_a_loop(kitchen_http: RunningServer) -> None:
         HttpServer(kitchen_http.url, transport="streamable-http"),
     )
     assert echo.execute_sync({"message": "from a script"}).text == "from a script"
+
+
+async def test_auto_tries_sse_after_a_405_and_says_so(leaks: LeakChecker) -> None:
+    with denying_server(405) as url, pytest.raises(MCPError) as caught:
+        await load_mcp_tools_http(url, timeout=10)
+    text = str(caught.value)
+    assert "Streamable HTTP first: the server answered HTTP 405" in text and "then the SSE transport" in text
+    assert "sk-query-456" not in text
