@@ -1,0 +1,247 @@
+"""A stdlib HTTP "MCP server" with one misbehaviour per path (no SDK import).
+
+Run: ``python http_faults.py PORT OTHER_PORT RECORD_FILE``. It listens on 127.0.0.1:PORT and, as a second
+origin, 127.0.0.1:OTHER_PORT. Every request either port gets is appended to RECORD_FILE as one JSON line
+(port, method, path, headers, body).
+
+Paths on PORT (Streamable HTTP with JSON responses, stateless, unless said otherwise):
+
+/mcp          a working server: tools `echo`, `strict`, `sleep`, `cut`; GET gives 405 (no stream)
+/status/NNN   answers every request with HTTP NNN (401 and 403 with WWW-Authenticate, 404, 405, 500)
+/sse-404      an old SSE-only server: POST gives 404; GET opens the SSE stream (endpoint event, messages)
+/sse-405      the same with 405 for POST
+/slow-init    initialize answered after 30 s
+/redirect     307 to http://127.0.0.1:OTHER_PORT/mcp (another origin, which records what it got)
+
+Tool `cut` answers with an SSE response that stops in the middle of an event and closes the connection.
+Tool `sleep` sleeps `seconds` before answering.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+PORT = int(sys.argv[1])
+OTHER_PORT = int(sys.argv[2])
+RECORD = sys.argv[3]
+_record_lock = threading.Lock()
+
+TOOLS = [
+    {
+        "name": "echo",
+        "description": "Echo the message back.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"message": {"type": "string"}},
+            "required": ["message"],
+        },
+    },
+    {
+        "name": "strict",
+        "description": "Takes one integer, nothing else.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "name": "sleep",
+        "description": "Sleep `seconds`.",
+        "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}},
+    },
+    {"name": "cut", "description": "Stops mid-stream.", "inputSchema": {"type": "object"}},
+]
+
+# SSE sessions of the /sse-* paths: session id -> queue of messages to push on the GET stream.
+SSE_SESSIONS: dict[str, queue.Queue[dict[str, Any] | None]] = {}
+
+
+def record(port: int, method: str, path: str, headers: dict[str, str], body: str) -> None:
+    line = json.dumps({"port": port, "method": method, "path": path, "headers": headers, "body": body})
+    with _record_lock, open(RECORD, "a", encoding="utf-8") as file:
+        file.write(line + "\n")
+
+
+def answer(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON-RPC response to `message` (None for a notification or a response)."""
+    request_id = message.get("id")
+    method = message.get("method")
+    if request_id is None or method is None:
+        return None
+    if method == "initialize":
+        version = (message.get("params") or {}).get("protocolVersion", "2025-06-18")
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "http_faults", "version": "0"},
+        }
+    elif method == "tools/list":
+        result = {"tools": TOOLS}
+    elif method == "tools/call":
+        params = message.get("params") or {}
+        arguments = params.get("arguments") or {}
+        name = params.get("name")
+        if name == "sleep":
+            time.sleep(float(arguments.get("seconds", 0)))
+            text = "slept"
+        elif name == "strict":
+            text = f"n={arguments.get('n')}"
+        else:
+            text = str(arguments.get("message"))
+        result = {"content": [{"type": "text", "text": text}], "isError": False}
+    elif method == "ping":
+        result = {}
+    else:
+        return {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no method"}}
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _body(self) -> str:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length).decode() if length else ""
+
+    def _send(
+        self, status: int, body: bytes = b"", content_type: str = "application/json", **extra: str
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in extra.items():
+            self.send_header(key.replace("_", "-"), value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _handle(self, method: str) -> None:
+        body = self._body() if method == "POST" else ""
+        port = self.server.server_address[1]
+        record(port, method, self.path, dict(self.headers.items()), body)
+        path = self.path.split("?")[0]
+        if port == OTHER_PORT:
+            self._mcp(method, body)
+        elif path.startswith("/status/"):
+            status = int(path.rsplit("/", 1)[1])
+            extra = {"WWW_Authenticate": 'Bearer realm="faults"'} if status == 401 else {}
+            self._send(status, json.dumps({"error": f"status {status}"}).encode(), **extra)
+        elif path == "/redirect":
+            self._send(307, b"", Location=f"http://127.0.0.1:{OTHER_PORT}/mcp")
+        elif path in ("/sse-404", "/sse-405"):
+            if method == "GET":
+                self._sse_stream()
+            else:
+                self._send(404 if path == "/sse-404" else 405, b"not here")
+        elif path == "/messages":
+            self._sse_post(body)
+        elif path == "/slow-init":
+            if method == "POST" and json.loads(body or "{}").get("method") == "initialize":
+                time.sleep(30)
+            self._mcp(method, body)
+        elif path == "/mcp":
+            self._mcp(method, body)
+        else:
+            self._send(404, b"no such path")
+
+    def _mcp(self, method: str, body: str) -> None:
+        if method == "GET":
+            self._send(405, b"", Allow="POST, DELETE")
+            return
+        if method == "DELETE":
+            self._send(200)
+            return
+        message = json.loads(body)
+        params = message.get("params") or {}
+        if message.get("method") == "tools/call" and params.get("name") == "cut":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b'event: message\ndata: {"jsonrpc": "2.0", "id": ')
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        response = answer(message)
+        if response is None:
+            self._send(202)
+        else:
+            self._send(200, json.dumps(response).encode())
+
+    def _sse_stream(self) -> None:
+        session = uuid.uuid4().hex
+        messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        SSE_SESSIONS[session] = messages
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            self.wfile.write(f"event: endpoint\ndata: /messages?session_id={session}\n\n".encode())
+            self.wfile.flush()
+            while True:
+                try:
+                    item = messages.get(timeout=0.5)
+                except queue.Empty:
+                    self.wfile.write(b": keepalive\n\n")
+                    self.wfile.flush()
+                    continue
+                if item is None:
+                    break
+                self.wfile.write(f"event: message\ndata: {json.dumps(item)}\n\n".encode())
+                self.wfile.flush()
+        except OSError:
+            pass
+        finally:
+            SSE_SESSIONS.pop(session, None)
+
+    def _sse_post(self, body: str) -> None:
+        session = self.path.split("session_id=", 1)[-1]
+        messages = SSE_SESSIONS.get(session)
+        if messages is None:
+            self._send(404, b"no session")
+            return
+        self._send(202, b"Accepted", content_type="text/plain")
+        response = answer(json.loads(body))
+        if response is not None:
+            messages.put(response)
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512
+
+
+def main() -> None:
+    servers = [Server(("127.0.0.1", port), Handler) for port in (PORT, OTHER_PORT)]
+    threads = [threading.Thread(target=server.serve_forever, daemon=True) for server in servers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""A raw JSON-RPC MCP server over stdio that misbehaves on request (no SDK import: starts in ~20 ms).
+
+Run: ``python stdio_faults.py MODE [--record FILE] [--size N]``. Modes:
+
+ok            behaves: tools `echo` (message: str) and `strict` (n: int, no extra fields), `env`, `sleep`
+exit          prints to stderr and exits with code 3 before reading anything
+crash_call    answers initialize and list, then dies (exit 7, stderr message) on tools/call
+hang_init     reads requests but never answers initialize
+hang_list     never answers tools/list
+hang_call     never answers tools/call
+deaf_call     on tools/call stops reading stdin and sleeps (ignores EOF, must be killed)
+noise         writes non-JSON lines to stdout around every answer
+big           answers tools/call with one text block of --size MB
+wrong_shape   answers tools/call with a result whose `content` is not a list
+notify        sends unknown notifications (and a known one with bad params) before each answer
+names         lists tools with duplicate, empty and spaced names
+cursor_same   answers every tools/list page with the same nextCursor
+slow_start    sleeps --size seconds before reading anything (a cold npx start)
+
+`--record FILE` appends every message received (one JSON object a line) to FILE.
+`--flood MB` writes MB megabytes to stderr at start and during every call, in any mode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
+OPTIONS = sys.argv[2:]
+
+
+def option(name: str, default: str | None = None) -> str | None:
+    if name in OPTIONS:
+        return OPTIONS[OPTIONS.index(name) + 1]
+    return default
+
+
+RECORD = option("--record")
+SIZE_MB = float(option("--size", "1") or "1")
+FLOOD_MB = float(option("--flood", "0") or "0")
+
+TOOLS = [
+    {
+        "name": "echo",
+        "description": "Echo the message back.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"message": {"type": "string"}},
+            "required": ["message"],
+        },
+    },
+    {
+        "name": "strict",
+        "description": "Takes one integer, nothing else.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"n": {"type": "integer"}, "label": {"type": "string", "maxLength": 1000}},
+            "required": ["n"],
+            "additionalProperties": False,
+        },
+    },
+    {"name": "env", "description": "The server's environment.", "inputSchema": {"type": "object"}},
+    {
+        "name": "sleep",
+        "description": "Sleep `seconds`.",
+        "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}},
+    },
+]
+
+WEIRD_TOOLS = [
+    {"name": "dup", "description": "first dup", "inputSchema": {"type": "object"}},
+    {"name": "dup", "description": "second dup", "inputSchema": {"type": "object"}},
+    {"name": "", "description": "empty name", "inputSchema": {"type": "object"}},
+    {"name": "has space", "description": "spaced name", "inputSchema": {"type": "object"}},
+    {"name": "echo", "description": "a normal one", "inputSchema": {"type": "object"}},
+]
+
+out = sys.stdout.buffer
+
+
+def send(message: dict[str, object]) -> None:
+    if MODE == "noise":
+        out.write(b"this is not JSON\n{broken json\n\n")
+    out.write(json.dumps(message).encode() + b"\n")
+    if MODE == "noise":
+        out.write(b"[1, 2, 3]\nDEBUG: sent a reply\n")
+    out.flush()
+
+
+def reply(request_id: object, result: dict[str, object]) -> None:
+    if MODE == "notify":
+        send({"jsonrpc": "2.0", "method": "notifications/made_up", "params": {"x": 1}})
+        send({"jsonrpc": "2.0", "method": "vendor/whatever"})
+        send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"bogus": True}})
+        send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi"}})
+    send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def flood() -> None:
+    chunk = b"E" * 1023 + b"\n"
+    for _ in range(int(FLOOD_MB * 1024)):
+        sys.stderr.buffer.write(chunk)
+    sys.stderr.buffer.write(b"flood: done\n")
+    sys.stderr.flush()
+
+
+def text(value: str) -> dict[str, object]:
+    return {"content": [{"type": "text", "text": value}], "isError": False}
+
+
+def call(request_id: object, params: dict[str, object]) -> None:
+    if FLOOD_MB:
+        flood()
+    name = params.get("name")
+    arguments = params.get("arguments") or {}
+    assert isinstance(arguments, dict)
+    if MODE == "crash_call":
+        sys.stderr.write("crash_call: segfault-ish failure while calling\n")
+        sys.stderr.flush()
+        os._exit(7)
+    if MODE in ("hang_call",):
+        return
+    if MODE == "deaf_call":
+        while True:
+            time.sleep(3600)
+    if MODE == "big":
+        reply(request_id, text("x" * int(SIZE_MB * 1024 * 1024)))
+        return
+    if MODE == "wrong_shape":
+        reply(request_id, {"content": "this should be a list", "isError": "maybe"})
+        return
+    if name == "echo":
+        reply(request_id, text(str(arguments.get("message"))))
+    elif name == "strict":
+        reply(request_id, text(f"n={arguments.get('n')}"))
+    elif name == "env":
+        reply(request_id, text(json.dumps(dict(os.environ))))
+    elif name == "sleep":
+        time.sleep(float(arguments.get("seconds", 0)))
+        reply(request_id, text("slept"))
+    else:
+        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": f"no tool {name}"}})
+
+
+def main() -> None:
+    if MODE == "exit":
+        sys.stderr.write("stdio_faults: starting\nstdio_faults: FATAL cannot open config\n")
+        sys.stderr.flush()
+        sys.exit(3)
+    if FLOOD_MB:
+        flood()
+    if MODE == "slow_start":
+        time.sleep(SIZE_MB)
+    record = open(RECORD, "a", encoding="utf-8") if RECORD else None  # noqa: SIM115
+    for line in sys.stdin.buffer:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        if record is not None:
+            record.write(json.dumps(message) + "\n")
+            record.flush()
+        method = message.get("method")
+        request_id = message.get("id")
+        if request_id is None:
+            continue  # a notification
+        if method == "initialize":
+            if MODE == "hang_init":
+                continue
+            version = message.get("params", {}).get("protocolVersion", "2025-06-18")
+            reply(
+                request_id,
+                {
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "stdio_faults", "version": "0"},
+                },
+            )
+        elif method == "tools/list":
+            if MODE == "hang_list":
+                continue
+            if MODE == "cursor_same":
+                reply(request_id, {"tools": TOOLS[:1], "nextCursor": "page-2"})
+            else:
+                reply(request_id, {"tools": WEIRD_TOOLS if MODE == "names" else TOOLS})
+        elif method == "tools/call":
+            call(request_id, message.get("params") or {})
+        elif method == "ping":
+            reply(request_id, {})
+        else:
+            send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no method"}})
+
+
+if __name__ == "__main__":
+    main()
