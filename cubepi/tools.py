@@ -36,6 +36,7 @@ __all__ = [
     "api_name",
     "ensure_unique_names",
     "find_tool",
+    "format_validation_error",
     "tool",
 ]
 
