@@ -109,6 +109,8 @@ class Agent:
       `ReplaceArguments(arguments)`.
     - `after_tool_call(ctx, result)` may return a new `AgentToolResult`.
     - `approve(ctx)` decides calls of tools whose `needs_approval` applies; without it they are refused.
+    - `max_turns` bounds the turns of one `prompt`: a model still calling tools after that many raises
+      `UserError` (the transcript keeps every call and result, so `prompt` can be called again).
 
     Hooks, `approve` and listeners are user code: what they raise propagates out of `prompt`.
     Raises `UserError` when two tools share a name (naming both origins) or when `model.provider` is not
@@ -124,7 +126,11 @@ class Agent:
         before_tool_call: BeforeToolCall | None = None,
         after_tool_call: AfterToolCall | None = None,
         approve: ApprovalCallback | None = None,
+        max_turns: int | None = 50,
     ) -> None:
+        if max_turns is not None and max_turns < 1:
+            raise UserError(f"max_turns must be at least 1 (or None for no limit), got {max_turns}")
+        self.max_turns = max_turns
         tools = tuple(tools)
         for item in tools:
             if not isinstance(item, AgentTool):
@@ -231,7 +237,14 @@ class Agent:
 
     async def _run(self, user: UserMessage) -> AssistantMessage:
         pending: Message | None = user
+        turns = 0
         while True:
+            if self.max_turns is not None and turns >= self.max_turns:
+                raise UserError(
+                    f"the model was still calling tools after {self.max_turns} turns; "
+                    "pass a larger max_turns to Agent (or None for no limit)"
+                )
+            turns += 1
             self._state.turn += 1
             turn = self._state.turn
             await self._emit(TurnStart(turn))

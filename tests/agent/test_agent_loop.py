@@ -555,3 +555,16 @@ async def test_faux_provider_script_runs_out_and_takes_callables() -> None:
     agent = Agent(provider=auto, model=FAUX, tools=[add])
     await agent.prompt("go")
     assert results(agent)[0].tool_call_id == "faux-1"
+
+
+async def test_max_turns_stops_a_model_that_never_stops_calling_tools() -> None:
+    def forever(request: ProviderRequest) -> Any:
+        return ToolCall(f"c{len(request.messages)}", "add", {"a": 1, "b": 1})
+
+    agent, provider = agent_with(forever, [add], max_turns=3)
+    with pytest.raises(UserError, match="still calling tools after 3 turns"):
+        await agent.prompt("loop")
+    assert len(provider.requests) == 3
+    assert len(results(agent)) == 3
+    with pytest.raises(UserError, match="max_turns"):
+        Agent(provider=FauxProvider([]), model=FAUX, max_turns=0)
