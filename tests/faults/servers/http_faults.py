@@ -13,7 +13,8 @@ Paths on PORT (Streamable HTTP with JSON responses, stateless, unless said other
 /slow-init    initialize answered after 30 s
 /redirect     307 to http://127.0.0.1:OTHER_PORT/mcp (another origin, which records what it got)
 
-Tool `cut` answers with an SSE response that stops in the middle of an event and closes the connection.
+Tool `cut` answers with an SSE response that stops in the middle of an event and closes the connection;
+`cut_json` announces a 4000-byte JSON body, sends 30 bytes and closes the connection.
 Tool `sleep` sleeps `seconds` before answering.
 """
 
@@ -59,6 +60,7 @@ TOOLS = [
         "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}},
     },
     {"name": "cut", "description": "Stops mid-stream.", "inputSchema": {"type": "object"}},
+    {"name": "cut_json", "description": "Stops mid-body.", "inputSchema": {"type": "object"}},
 ]
 
 # SSE sessions of the /sse-* paths: session id -> queue of messages to push on the GET stream.
@@ -170,6 +172,15 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(b'event: message\ndata: {"jsonrpc": "2.0", "id": ')
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        if message.get("method") == "tools/call" and params.get("name") == "cut_json":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "4000")
+            self.end_headers()
+            self.wfile.write(b'{"jsonrpc": "2.0", "id": 1, "re')
             self.wfile.flush()
             self.close_connection = True
             return

@@ -1,0 +1,218 @@
+"""Misbehaving HTTP servers (servers/http_faults.py): what the user sees, and nothing left over.
+
+One server process (a session fixture) serves every case on its own path; a second port of it is
+"another origin" for the redirect case. Requests it received are recorded, so tests can check what reached
+it (and which headers).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from conftest import free_port
+
+from cubepi import MCPError, MCPTimeoutError
+from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http
+
+from .conftest import HttpFaults, Leaks
+
+CANARY = "canary-7f3a9c-SECRET"
+HEADERS = {"Authorization": f"Bearer {CANARY}", "X-Api-Key": f"key-{CANARY}"}
+
+
+async def still_works(http_faults: HttpFaults) -> None:
+    tools = await load_mcp_tools_http(http_faults.url("/mcp"), timeout=10)
+    echo = next(item for item in tools if item.name == "echo")
+    result = await echo.execute({"message": "still here"})
+    assert result.text == "still here" and not result.is_error
+
+
+def assert_no_secret(error: BaseException) -> None:
+    for text in (str(error), repr(error), str(getattr(error, "server", ""))):
+        assert CANARY not in text
+    cause = error.__cause__
+    while cause is not None:
+        assert CANARY not in str(cause)
+        cause = cause.__cause__
+
+
+async def test_connection_refused(http_faults: HttpFaults) -> None:
+    leaks = Leaks()
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    with pytest.raises(MCPError) as caught:
+        await load_mcp_tools_http(url, headers=HEADERS, timeout=5)
+    message = str(caught.value)
+    assert not isinstance(caught.value, MCPTimeoutError)
+    assert url in message
+    assert "ConnectError" in message
+    assert_no_secret(caught.value)
+    await still_works(http_faults)
+    await leaks.check()
+
+
+@pytest.mark.parametrize("status", [401, 403])
+@pytest.mark.parametrize("transport", ["auto", "streamable-http"])
+async def test_auth_refused_names_the_url_never_the_token(
+    http_faults: HttpFaults, status: int, transport: str
+) -> None:
+    leaks = Leaks()
+    http_faults.clear()
+    url = http_faults.url(f"/status/{status}")
+    with pytest.raises(MCPError) as caught:
+        await load_mcp_tools(HttpServer(url, headers=HEADERS, transport=transport))  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert url in message
+    assert f"HTTP {status}" in message
+    assert "check the headers / auth" in message
+    assert_no_secret(caught.value)
+    # An auth failure is not "an old SSE server": auto does not fall back to SSE on 401/403.
+    assert [record["method"] for record in http_faults.records()] == ["POST"]
+    await still_works(http_faults)
+    await leaks.check()
+
+
+@pytest.mark.parametrize("status", [404, 405])
+async def test_sse_only_server_auto_falls_back(http_faults: HttpFaults, status: int) -> None:
+    leaks = Leaks()
+    tools = await load_mcp_tools_http(http_faults.url(f"/sse-{status}"), headers=HEADERS, timeout=10)
+    echo = next(item for item in tools if item.name == "echo")
+    result = await echo.execute({"message": "over sse"})
+    assert result.text == "over sse" and not result.is_error
+    await leaks.check()
+
+
+@pytest.mark.parametrize("status", [404, 405])
+async def test_sse_only_server_explicit_streamable_http_says_what_failed(
+    http_faults: HttpFaults, status: int
+) -> None:
+    leaks = Leaks()
+    url = http_faults.url(f"/sse-{status}")
+    with pytest.raises(MCPError) as caught:
+        await load_mcp_tools_http(url, headers=HEADERS, transport="streamable-http", timeout=10)
+    message = str(caught.value)
+    assert url in message and f"HTTP {status}" in message
+    assert "initializing" in message
+    assert_no_secret(caught.value)
+    await still_works(http_faults)
+    await leaks.check()
+
+
+@pytest.mark.parametrize("status", [404, 405])
+async def test_no_mcp_endpoint_auto_reports_both_attempts(http_faults: HttpFaults, status: int) -> None:
+    leaks = Leaks()
+    url = http_faults.url(f"/status/{status}")
+    with pytest.raises(MCPError) as caught:
+        await load_mcp_tools_http(url, headers=HEADERS, timeout=10)
+    message = str(caught.value)
+    assert url in message
+    assert "Streamable HTTP first" in message and "SSE" in message
+    assert message.count(f"HTTP {status}") == 2
+    assert_no_secret(caught.value)
+    await still_works(http_faults)
+    await leaks.check()
+
+
+async def test_explicit_sse_against_a_streamable_http_server_says_what_failed(
+    http_faults: HttpFaults,
+) -> None:
+    leaks = Leaks()
+    with pytest.raises(MCPError) as caught:
+        await load_mcp_tools_http(http_faults.url("/mcp"), transport="sse", timeout=10)
+    assert "HTTP 405" in str(caught.value)
+    await still_works(http_faults)
+    await leaks.check()
+
+
+@pytest.mark.parametrize("transport", ["auto", "streamable-http"])
+async def test_server_error_500(http_faults: HttpFaults, transport: str) -> None:
+    leaks = Leaks()
+    http_faults.clear()
+    url = http_faults.url("/status/500")
+    with pytest.raises(MCPError) as caught:
+        await load_mcp_tools(HttpServer(url, headers=HEADERS, transport=transport))  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert url in message and "HTTP 500 Internal Server Error" in message
+    assert_no_secret(caught.value)
+    assert [record["method"] for record in http_faults.records()] == ["POST"]  # no SSE fallback on 5xx
+    await still_works(http_faults)
+    await leaks.check()
+
+
+async def test_server_stops_mid_stream_is_a_call_timeout(http_faults: HttpFaults) -> None:
+    """An SSE response that ends without an answer: the SDK reports nothing, so the call phase times out."""
+    leaks = Leaks()
+    tools = await load_mcp_tools_http(http_faults.url("/mcp"), timeout=1.0)
+    cut = next(item for item in tools if item.name == "cut")
+    started = time.monotonic()
+    with pytest.raises(MCPTimeoutError) as caught:
+        await cut.execute({})
+    assert time.monotonic() - started < 4
+    assert caught.value.phase == "call" and caught.value.tool_name == "cut"
+    assert "calling tool 'cut' on http server" in str(caught.value)
+    await still_works(http_faults)
+    await leaks.check()
+
+
+@pytest.mark.xfail(strict=True, reason="bug: a response body cut off mid-way is only seen as a call timeout")
+async def test_server_stops_mid_body_is_a_prompt_mcp_error(http_faults: HttpFaults) -> None:
+    leaks = Leaks()
+    tools = await load_mcp_tools_http(http_faults.url("/mcp"), timeout=3)
+    cut = next(item for item in tools if item.name == "cut_json")
+    started = time.monotonic()
+    with pytest.raises(MCPError) as caught:
+        await cut.execute({})
+    assert time.monotonic() - started < 4
+    assert not isinstance(caught.value, MCPTimeoutError)
+    assert "calling tool 'cut_json'" in str(caught.value)
+    assert "RemoteProtocolError" in str(caught.value)
+    await still_works(http_faults)
+    await leaks.check()
+
+
+async def test_slow_call_past_timeout(http_faults: HttpFaults) -> None:
+    leaks = Leaks()
+    tools = await load_mcp_tools_http(http_faults.url("/mcp"), headers=HEADERS, timeout=1.0)
+    sleep = next(item for item in tools if item.name == "sleep")
+    started = time.monotonic()
+    with pytest.raises(MCPTimeoutError) as caught:
+        await sleep.execute({"seconds": 10})
+    assert time.monotonic() - started < 4
+    error = caught.value
+    assert error.phase == "call" and error.limit == 1.0 and error.tool_name == "sleep"
+    assert "timed out after 1 s (phase: call)" in str(error)
+    assert_no_secret(error)
+    await still_works(http_faults)
+    await leaks.check()
+
+
+async def test_slow_initialize_past_timeout(http_faults: HttpFaults) -> None:
+    leaks = Leaks()
+    started = time.monotonic()
+    with pytest.raises(MCPTimeoutError) as caught:
+        await load_mcp_tools_http(http_faults.url("/slow-init"), headers=HEADERS, timeout=1.0)
+    assert time.monotonic() - started < 4
+    assert caught.value.phase == "initialize"
+    assert "initializing http server" in str(caught.value)
+    assert "timed out after 1 s (phase: initialize)" in str(caught.value)
+    assert_no_secret(caught.value)
+    await still_works(http_faults)
+    await leaks.check()
+
+
+@pytest.mark.parametrize("transport", ["auto", "streamable-http", "sse"])
+async def test_redirect_to_another_origin_is_not_followed(http_faults: HttpFaults, transport: str) -> None:
+    leaks = Leaks()
+    http_faults.clear()
+    url = http_faults.url("/redirect")
+    with pytest.raises(MCPError) as caught:
+        await load_mcp_tools(HttpServer(url, headers=HEADERS, transport=transport))  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert url in message and "HTTP 307" in message
+    assert_no_secret(caught.value)
+    records = http_faults.records()
+    other_port = int(http_faults.other.rsplit(":", 1)[1])
+    assert records, "the first origin got the request"
+    assert all(record["port"] != other_port for record in records), "the redirect was followed"
+    await still_works(http_faults)
+    await leaks.check()
