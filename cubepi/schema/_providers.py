@@ -93,7 +93,7 @@ def _split_types(node: Schema) -> Schema:
         return node
     if len(kinds) == 1:
         return {**node, "type": kinds[0]}
-    outer = {k: node[k] for k in ("title", "description", "default") if k in node}
+    outer: Schema = {k: node[k] for k in ("title", "description", "default") if k in node}
     rest = {k: v for k, v in node.items() if k not in outer and k != "type"}
     branches = []
     for kind in kinds:
@@ -295,7 +295,9 @@ class _OpenAIStrict:
 
     def run(self) -> Schema:
         body = {k: v for k, v in self.root.items() if k not in ("$defs", "definitions")}
-        flat = _Inliner(self.root, self._cycle).visit(body)
+        inliner = _Inliner(self.root, self._cycle)
+        inliner.stack.append(id(self.root))
+        flat = inliner.visit(body)
         out = self.strict(_flatten_root(flat))
         while self.pending:
             name, target = self.pending.pop()
@@ -358,8 +360,9 @@ class _OpenAIStrict:
             self._object(out, notes, node)
         if "array" in kinds:
             items = out.get("items")
-            if items is None and isinstance(node.get("prefixItems"), list):
-                items = {"anyOf": node["prefixItems"]} if node["prefixItems"] else {}
+            prefix = node.get("prefixItems")
+            if isinstance(prefix, list) and prefix:
+                items = {"anyOf": [*prefix, *([items] if isinstance(items, dict) else [])]}
             out["items"] = self.strict(items if items is not False else {})
         else:
             out.pop("items", None)
@@ -368,6 +371,9 @@ class _OpenAIStrict:
         if not kinds and not any(k in out for k in ("anyOf", "enum", "const", "$ref")):
             self.uses_any = True
             out["anyOf"] = [{"$ref": f"#/$defs/{_ANY_NAME}"}]
+        if isinstance(out.get("enum"), list) and any(isinstance(v, (dict, list)) for v in out["enum"]):
+            notes.append(f"also allowed: {_short([v for v in out['enum'] if isinstance(v, (dict, list))])}")
+            out["enum"] = [v for v in out["enum"] if not isinstance(v, (dict, list))]
         if "enum" in out and not kinds and isinstance(out["enum"], list):
             out["type"] = _enum_types(out["enum"])
         for note in notes:
@@ -417,7 +423,7 @@ def _nullable(node: Schema) -> Schema:
     elif simple and isinstance(kind, list):
         out = {**node, "type": [*kind, "null"] if "null" not in kind else kind}
     else:
-        outer = {k: node[k] for k in ("description", "title") if k in node}
+        outer: Schema = {k: node[k] for k in ("description", "title") if k in node}
         inner = {k: v for k, v in node.items() if k not in outer}
         return {"anyOf": [inner, {"type": "null"}], **outer}
     if isinstance(out.get("enum"), list) and None not in out["enum"]:
