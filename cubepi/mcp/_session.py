@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from mcp import types as mcp_types
     from mcp.shared.session import ProgressFnT
 
+    from ._toollist import ToolListResources
+
 __all__ = ["Attempt", "Endpoint", "Session", "Timeouts", "open_session", "run_stateless"]
 
 T = TypeVar("T")
@@ -78,6 +80,8 @@ class Endpoint:
     server: Server
     timeouts: Timeouts = field(default_factory=Timeouts)
     http_transport: Literal["streamable-http", "sse"] | None = None
+    # What the calls of one loaded list share (HTTP client, spare stdio server); None: nothing shared.
+    resources: ToolListResources | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.server, HttpServer) and self.server.transport != "auto":
@@ -313,7 +317,12 @@ async def open_session(
                 _open_once(endpoint, attempt, "stdio", None, session_kwargs)
             )
         else:
-            client = await stack.enter_async_context(_http_client(server))
+            lease: contextlib.AbstractAsyncContextManager[httpx.AsyncClient]
+            if endpoint.resources is not None:  # the list's shared client (see _toollist)
+                lease = endpoint.resources.http_client(lambda: _http_client(server))
+            else:
+                lease = _http_client(server)
+            client = await stack.enter_async_context(lease)
             kind = endpoint.http_transport
             if kind is None:
                 try:
@@ -350,7 +359,14 @@ async def run_stateless(
     Cancellation of the caller interrupts `work` only: the transport is then closed under a shield, so a
     stdio server gets the SDK's full shutdown (stdin closed, grace period, SIGTERM/SIGKILL of its process
     group) and no process or socket outlives the call. The cancellation is re-raised afterwards.
+    A loaded list with ``prespawn=True`` runs `work` on its spare session instead (see `_prespawn`).
     """
+    if endpoint.resources is not None and not session_kwargs:
+        from ._toollist import NO_SPARE
+
+        outcome = await endpoint.resources.run_on_spare(endpoint, work, tool_name=tool_name)
+        if outcome is not NO_SPARE:
+            return outcome  # type: ignore[return-value]
     attempt = Attempt(tool_name=tool_name)
     body = anyio.CancelScope()
     shield = anyio.CancelScope(shield=True)

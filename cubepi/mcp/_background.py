@@ -1,0 +1,62 @@
+"""Tasks a loaded tool list runs between calls (a shared HTTP client's keeper, a spare stdio server).
+
+They belong to the event loop that started them, the list's *home*: spawned as system tasks of that loop,
+so that when the loop ends (``asyncio.run`` cancels what is left) they close what they own. Only asyncio
+loops are homes; under another backend, or from another loop than the home (``execute_sync`` runs its own),
+calls simply do without (a client per call, no spare), which is always correct, only slower.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+__all__ = ["Home", "current_home"]
+
+
+class Home:
+    """One running asyncio loop, held weakly: spawn tasks in it, call into it from any thread."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.ref(loop)
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def is_current(self) -> bool:
+        """Whether the code calling this runs in this loop."""
+        try:
+            return asyncio.get_running_loop() is self._loop()
+        except RuntimeError:
+            return False
+
+    def is_alive(self) -> bool:
+        loop = self._loop()
+        return loop is not None and not loop.is_closed()
+
+    def spawn(self, coro: Coroutine[Any, Any, None], *, name: str) -> None:
+        """Run `coro` as a task of this loop (from inside it); the loop's end cancels it."""
+        loop = self._loop()
+        assert loop is not None
+        task = loop.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def call_soon(self, callback: Callable[[], None]) -> bool:
+        """Schedule `callback` in this loop from any thread (a finalizer); False when the loop is gone."""
+        loop = self._loop()
+        if loop is None or loop.is_closed():
+            return False
+        try:
+            loop.call_soon_threadsafe(callback)
+        except RuntimeError:  # closed between the check and the call
+            return False
+        return True
+
+
+def current_home() -> Home | None:
+    """The running loop as a home, or None when it cannot be one (not asyncio)."""
+    try:
+        return Home(asyncio.get_running_loop())
+    except RuntimeError:
+        return None

@@ -1,0 +1,265 @@
+"""`MCPToolList`: the list a loader returns, and what its stateless calls share.
+
+A loaded list is a plain ``list[AgentTool]`` (indexing, slicing, ``tools + my_tools`` all work) that also
+owns what makes its stateless calls cheap: one HTTP client (connection pool and TLS context) for an HTTP
+server, and with ``prespawn=True`` one spare stdio server process. Every call still runs its own MCP
+session (initialize, call, terminate), on a transport no earlier call used.
+
+```python
+async with await load_mcp_tools_http("https://host/mcp") as tools:
+    await tools[0].execute({...})
+# or: tools = await load_mcp_tools_http(...); ...; await tools.aclose()
+```
+
+Closing is optional: an unclosed list is harmless. What it owns lives in background tasks of the event loop
+that first used it; they close when the list and all its tools are garbage-collected, and when that loop
+ends (``asyncio.run`` cancels them). After `aclose()`, calling one of the list's tools raises `UserError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+
+from ..errors import UserError
+from ..tools import AgentTool
+from ._background import Home, current_home
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ._prespawn import SparePool
+    from ._session import Endpoint, Session
+
+__all__ = ["NO_SPARE", "MCPToolList", "SharedHttpClient", "ToolListResources"]
+
+T = TypeVar("T")
+
+
+class MCPToolList(list[AgentTool]):
+    """The tools of one MCP server, as a list; `aclose()` (or ``async with``) releases what they share.
+
+    Slicing or concatenating gives a plain list whose tools keep working; they share the same resources,
+    which are closed by `aclose()` on this list or when nothing refers to them any more.
+    """
+
+    def __init__(
+        self, tools: Iterable[AgentTool] = (), *, resources: ToolListResources | None = None
+    ) -> None:
+        super().__init__(tools)
+        self._resources = resources
+
+    @property
+    def closed(self) -> bool:
+        """True once `aclose()` ran (tools loaded from a live connection: never, the connection decides)."""
+        return self._resources is not None and self._resources.closed
+
+    async def aclose(self) -> None:
+        """Close the shared HTTP client and reap spare server processes; later calls raise `UserError`.
+
+        Idempotent. Tools loaded from a live connection do not own it: closing their list does nothing.
+        """
+        if self._resources is not None:
+            await self._resources.aclose()
+
+    async def __aenter__(self) -> MCPToolList:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        state = ", closed" if self.closed else ""
+        return f"MCPToolList({list.__repr__(self)}{state})"
+
+
+class ToolListResources:
+    """What the stateless calls of one loaded list share; the `Endpoint` of its tools points here."""
+
+    def __init__(self, describe: str, *, share_http: bool = True) -> None:
+        self.http = SharedHttpClient() if share_http else None
+        self.spares: SparePool | None = None
+        self.closed = False
+        self._describe = describe
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise UserError(
+                f"the tool list of {self._describe} was closed (aclose); load the tools again to call them"
+            )
+
+    @contextlib.asynccontextmanager
+    async def http_client(self, make: Callable[[], httpx.AsyncClient]) -> AsyncIterator[httpx.AsyncClient]:
+        """The client a session to an HTTP server uses: the shared one when this loop is its home."""
+        self.check_open()
+        if self.http is None:
+            async with make() as client:
+                yield client
+        else:
+            async with self.http.lease(make) as client:
+                yield client
+
+    async def run_on_spare(
+        self, endpoint: Endpoint, work: Callable[[Session], Awaitable[T]], *, tool_name: str | None
+    ) -> T | _NoSpare:
+        """Run `work` on a prespawned session, or return `NO_SPARE` (the caller opens a fresh one)."""
+        self.check_open()
+        if self.spares is None:
+            return NO_SPARE
+        return await self.spares.run(work, tool_name=tool_name)
+
+    async def aclose(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self.http is not None:
+            await self.http.aclose()
+        if self.spares is not None:
+            await self.spares.aclose()
+
+
+class _NoSpare:
+    def __repr__(self) -> str:
+        return "NO_SPARE"
+
+
+NO_SPARE = _NoSpare()
+
+
+@dataclass
+class _Kept:
+    """A client and the keeper task that closes it: when told to, or when its loop ends."""
+
+    client: httpx.AsyncClient
+    home: Home
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    gate: anyio.Lock = field(default_factory=anyio.Lock)  # no session starts while idle sockets close
+    leases: int = 0
+    finished: bool = False
+
+    async def keep(self) -> None:
+        try:
+            await self.stop.wait()
+        finally:
+            with anyio.CancelScope(shield=True):
+                with contextlib.suppress(Exception):  # sockets already gone
+                    await self.client.aclose()
+            self.finished = True
+            self.done.set()
+
+
+class SharedHttpClient:
+    """One httpx client shared by a list's sessions in its home loop; elsewhere a client per session.
+
+    What sharing saves is the client itself (its TLS context costs tens of milliseconds to build) and,
+    between sessions that overlap, their connections. When the last session in flight ends, the pool's
+    idle connections are closed: a stateless call leaves no socket open, as it always did.
+
+    httpx clients (their pooled connections) belong to one event loop. The first session opened in an
+    asyncio loop makes it the home: the client is created there and kept by a task of that loop. Sessions
+    opened from another loop (``execute_sync`` runs one per call) get a client of their own, closed with
+    the session. When the home loop has ended, the next session makes its own loop the new home.
+    """
+
+    def __init__(self) -> None:
+        self._kept: _Kept | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self.created = 0  # clients made for sharing (for tests)
+        self.closed = False
+
+    def _current(self, make: Callable[[], httpx.AsyncClient]) -> _Kept | None:
+        kept = self._kept
+        if kept is not None and (kept.finished or not kept.home.is_alive()):
+            self._kept = kept = None
+        if kept is None and not self.closed:
+            home = current_home()
+            if home is not None:
+                kept = self._kept = _Kept(make(), home)
+                self.created += 1
+                home.spawn(kept.keep(), name="cubepi-mcp-http-client")
+                if self._finalizer is not None:
+                    self._finalizer.detach()
+                self._finalizer = weakref.finalize(self, home.call_soon, kept.stop.set)
+        return kept
+
+    @contextlib.asynccontextmanager
+    async def lease(self, make: Callable[[], httpx.AsyncClient]) -> AsyncIterator[httpx.AsyncClient]:
+        kept = self._current(make)
+        if kept is not None and kept.home.is_current():
+            async with kept.gate:
+                kept.leases += 1
+            try:
+                yield kept.client
+            finally:
+                kept.leases -= 1
+                if kept.leases == 0:
+                    with anyio.CancelScope(shield=True):
+                        async with kept.gate:
+                            if kept.leases == 0:
+                                await _close_idle_connections(kept.client)
+            return
+        async with make() as client:
+            yield client
+
+    async def aclose(self) -> None:
+        self.closed = True
+        kept, self._kept = self._kept, None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        if kept is None or kept.finished:
+            return
+        if kept.home.is_current():
+            kept.stop.set()
+            await kept.done.wait()
+        else:
+            kept.home.call_soon(kept.stop.set)
+
+
+async def _close_idle_connections(client: httpx.AsyncClient) -> None:
+    """Close the connections of `client`'s pool that no request uses (httpcore's pool drops them)."""
+    pool = getattr(getattr(client, "_transport", None), "_pool", None)
+    for connection in list(getattr(pool, "connections", ())):
+        with contextlib.suppress(Exception):
+            if connection.is_idle():
+                await connection.aclose()
+
+
+def prepare_resources(endpoint: Endpoint, *, prespawn: bool) -> ToolListResources:
+    """The resources of a list about to be loaded from `endpoint`, attached to it (`prespawn`: stdio only)."""
+    from ._servers import HttpServer, StdioServer
+
+    server = endpoint.server
+    if not isinstance(prespawn, bool):
+        raise UserError(f"prespawn must be True or False, got {prespawn!r}")
+    if prespawn and not isinstance(server, StdioServer):
+        raise UserError("prespawn=True applies to stdio servers (an HTTP server has no process to start)")
+    resources = ToolListResources(endpoint.describe(), share_http=isinstance(server, HttpServer))
+    if prespawn:
+        from ._prespawn import SparePool
+
+        resources.spares = SparePool(endpoint)
+    endpoint.resources = resources
+    return resources
+
+
+async def guard(resources: ToolListResources, loading: Awaitable[T]) -> T:
+    """Await `loading`; if it fails, close `resources` before the error propagates; else start spares.
+
+    The first spare starts once the tools are listed, so that loading takes the server's time only.
+    """
+    try:
+        result = await loading
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await resources.aclose()
+        raise
+    if resources.spares is not None:
+        resources.spares.armed = True
+        resources.spares.start()
+    return result
