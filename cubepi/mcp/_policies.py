@@ -1,0 +1,399 @@
+"""Policies the loaders apply to each tool: naming, selection, retries, output, approval, concurrency.
+
+Every policy is a keyword argument of `load_mcp_tools`, `load_mcp_tools_stdio` and `load_mcp_tools_http`.
+`Policies.create(...)` checks them all before anything connects; `Policies.build(listed, call, origin=...)`
+turns the server's listing into `AgentTool`s: retries, the concurrency limit and the call timeout wrap the
+`call`, the renderer and `max_output_chars` wrap `render_mcp_content`.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+import anyio
+import anyio.lowlevel
+from pydantic import BaseModel
+
+from ..errors import MCPError, MCPTimeoutError, UserError
+from ..tools import (
+    AgentTool,
+    AgentToolResult,
+    Content,
+    ImageContent,
+    TextContent,
+    UpdateCallback,
+    ensure_unique_names,
+)
+from ._content import render_mcp_content
+
+if TYPE_CHECKING:
+    from mcp import types as mcp_types
+
+    from ._tool import ToolCaller
+
+__all__ = [
+    "DEFAULT_MAX_CONCURRENCY",
+    "ApprovalSetting",
+    "Policies",
+    "ResultRenderer",
+    "RetrySetting",
+    "is_destructive",
+    "is_retry_safe",
+]
+
+logger = logging.getLogger("cubepi.mcp")
+
+PREFIX_SEPARATOR = "__"
+DEFAULT_MAX_CONCURRENCY = 8
+# Pause before retry n (1-based): RETRY_BACKOFF * 2**(n-1), at most RETRY_BACKOFF_MAX seconds.
+RETRY_BACKOFF = 0.1
+RETRY_BACKOFF_MAX = 2.0
+
+# `retries`: a count for tools whose annotations mark them safe to repeat; a count per raw tool name
+# (annotations ignored); or a function of (raw name, annotations) returning the count.
+RetrySetting: TypeAlias = "int | Mapping[str, int] | Callable[[str, Mapping[str, Any]], int]"
+# `needs_approval`: every call, none, a predicate on the validated arguments, or "destructive".
+ApprovalSetting: TypeAlias = "bool | Callable[[BaseModel], bool] | Literal['destructive']"
+# `result_renderer`: the raw `mcp.types.CallToolResult` -> what the model sees.
+ResultRenderer: TypeAlias = "Callable[[mcp_types.CallToolResult], AgentToolResult | Sequence[Content] | str]"
+
+
+def _hint(annotations: Mapping[str, Any] | None, key: str) -> bool | None:
+    value = (annotations or {}).get(key)
+    return value if isinstance(value, bool) else None
+
+
+def is_retry_safe(annotations: Mapping[str, Any] | None) -> bool:
+    """Whether a tool's annotations say repeating a call is harmless (`readOnlyHint` or `idempotentHint`)."""
+    return bool(_hint(annotations, "readOnlyHint") or _hint(annotations, "idempotentHint"))
+
+
+def is_destructive(annotations: Mapping[str, Any] | None) -> bool:
+    """What ``needs_approval="destructive"`` asks approval for, with the MCP specification's defaults.
+
+    A tool is destructive when `destructiveHint` is true, or when it is not read-only (`readOnlyHint`
+    defaults to false) and does not say it is only additive (`destructiveHint` defaults to true). So a
+    tool without annotations needs approval, and one marked ``readOnlyHint: true`` does not.
+    """
+    destructive = _hint(annotations, "destructiveHint")
+    if destructive is True:
+        return True
+    return not _hint(annotations, "readOnlyHint") and destructive is not False
+
+
+def _names(option: str, value: Any) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise UserError(f"{option} takes a list of tool names, got {value!r}")
+    names = list(value)
+    if not all(isinstance(name, str) for name in names):
+        raise UserError(f"{option} takes a list of tool names (strings), got {names!r}")
+    return frozenset(names)
+
+
+def _count(option: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UserError(f"{option} must be a whole number >= 0, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Policies:
+    """The checked policies of one loaded list (see `create` for what each means)."""
+
+    prefix: str | None = None
+    include: frozenset[str] | None = None
+    exclude: frozenset[str] | None = None
+    retries: RetrySetting = 0
+    max_output_chars: int | None = None
+    result_renderer: ResultRenderer | None = None
+    needs_approval: ApprovalSetting = False
+    max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY
+    _limiters: weakref.WeakKeyDictionary[Any, anyio.CapacityLimiter] = field(
+        default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
+    )
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        prefix: str | None = None,
+        include: Iterable[str] | None = None,
+        exclude: Iterable[str] | None = None,
+        retries: RetrySetting = 0,
+        max_output_chars: int | None = None,
+        result_renderer: ResultRenderer | None = None,
+        needs_approval: ApprovalSetting = False,
+        max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+    ) -> Policies:
+        """Check the loader's policy arguments; a wrong one raises `UserError` before anything connects."""
+        if prefix is not None and (not isinstance(prefix, str) or not prefix):
+            raise UserError(f"prefix must be a non-empty string (tools become prefix__name), got {prefix!r}")
+        if isinstance(retries, Mapping):
+            retries = {str(name): _count(f"retries[{name!r}]", count) for name, count in retries.items()}
+        elif not callable(retries):
+            _count("retries", retries)
+        if max_output_chars is not None:
+            if isinstance(max_output_chars, bool) or not isinstance(max_output_chars, int):
+                raise UserError(f"max_output_chars must be a positive int or None, got {max_output_chars!r}")
+            if max_output_chars < 1:
+                raise UserError(f"max_output_chars must be a positive int or None, got {max_output_chars!r}")
+        if result_renderer is not None and not callable(result_renderer):
+            raise UserError("result_renderer must be a function of the raw CallToolResult")
+        if not (
+            isinstance(needs_approval, bool) or callable(needs_approval) or needs_approval == "destructive"
+        ):
+            raise UserError(
+                'needs_approval must be True, False, "destructive" or a predicate on the arguments, '
+                f"got {needs_approval!r}"
+            )
+        if max_concurrency is not None and (
+            isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1
+        ):
+            raise UserError(f"max_concurrency must be a positive int or None, got {max_concurrency!r}")
+        return cls(
+            prefix=prefix,
+            include=_names("include", include),
+            exclude=_names("exclude", exclude),
+            retries=retries,
+            max_output_chars=max_output_chars,
+            result_renderer=result_renderer,
+            needs_approval=needs_approval,
+            max_concurrency=max_concurrency,
+        )
+
+    # -- building ------------------------------------------------------------------------------------------
+
+    def build(
+        self,
+        specs: Iterable[Mapping[str, Any]],
+        call: ToolCaller,
+        *,
+        origin: str,
+        concurrency: bool = True,
+    ) -> list[AgentTool]:
+        """The tools of a listing (tool definitions as dicts), with every policy applied.
+
+        `concurrency=False` (tools on a live connection) leaves out the stateless-call limit.
+        """
+        from ._tool import build_tool
+
+        listed = list(specs)
+        offered = [str(spec["name"]) for spec in listed]
+        self._check_known(offered, origin)
+        limited = self._limited(call) if concurrency and self.max_concurrency is not None else call
+        tools: list[AgentTool] = []
+        for spec in listed:
+            raw = str(spec["name"])
+            if self.include is not None and raw not in self.include:
+                continue
+            if self.exclude is not None and raw in self.exclude:
+                continue
+            annotations = spec.get("annotations")
+            annotations = annotations if isinstance(annotations, Mapping) else None
+            tools.append(
+                build_tool(
+                    spec,
+                    self._retrying(limited, self._retry_count(raw, annotations)),
+                    origin=origin,
+                    name=f"{self.prefix}{PREFIX_SEPARATOR}{raw}" if self.prefix else raw,
+                    render=self.render,
+                    needs_approval=self._approval(annotations),
+                )
+            )
+        ensure_unique_names(tools)
+        return tools
+
+    def _check_known(self, offered: Sequence[str], origin: str) -> None:
+        checks: list[tuple[str, Iterable[str]]] = [
+            ("include", self.include or ()),
+            ("exclude", self.exclude or ()),
+        ]
+        if isinstance(self.retries, Mapping):
+            checks.append(("retries", self.retries))
+        known = set(offered)
+        for option, names in checks:
+            unknown = sorted(set(names) - known)
+            if unknown:
+                listing = ", ".join(sorted(known)) or "(no tools)"
+                raise UserError(
+                    f"{option} names tool(s) {', '.join(map(repr, unknown))} that {origin} does not offer; "
+                    f"it offers: {listing} (use the server's names, without the prefix)"
+                )
+
+    def _retry_count(self, raw: str, annotations: Mapping[str, Any] | None) -> int:
+        setting = self.retries
+        if isinstance(setting, Mapping):
+            return int(setting.get(raw, 0))
+        if callable(setting):
+            return _count(f"retries({raw!r}, ...)", setting(raw, dict(annotations or {})))
+        return setting if is_retry_safe(annotations) else 0
+
+    def _approval(self, annotations: Mapping[str, Any] | None) -> bool | Callable[[BaseModel], bool]:
+        if self.needs_approval == "destructive":
+            return is_destructive(annotations)
+        return self.needs_approval
+
+    # -- calling -------------------------------------------------------------------------------------------
+
+    def limiter(self) -> anyio.CapacityLimiter:
+        """The limiter of the running event loop: a list's calls in one loop share it."""
+        loop = anyio.lowlevel.current_token().native_token
+        found = self._limiters.get(loop)
+        if found is None:
+            assert self.max_concurrency is not None
+            found = self._limiters[loop] = anyio.CapacityLimiter(self.max_concurrency)
+        return found
+
+    def _limited(self, call: ToolCaller) -> ToolCaller:
+        async def limited(name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
+            async with self.limiter():
+                return await call(name, arguments, on_update)
+
+        return limited
+
+    @staticmethod
+    def _retrying(call: ToolCaller, retries: int) -> ToolCaller:
+        if retries <= 0:
+            return call
+
+        async def retrying(name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
+            for attempt in range(retries + 1):
+                try:
+                    return await call(name, arguments, on_update)
+                except MCPTimeoutError as exc:
+                    if exc.phase == "call" or attempt == retries:
+                        raise  # a slow tool is not retried: it would double the wait
+                    error: MCPError = exc
+                except MCPError as exc:
+                    if attempt == retries:
+                        raise
+                    error = exc
+                logger.info("retrying tool %r (retry %d of %d) after: %s", name, attempt + 1, retries, error)
+                await anyio.sleep(min(RETRY_BACKOFF * 2**attempt, RETRY_BACKOFF_MAX))
+            raise AssertionError("unreachable")  # pragma: no cover
+
+        return retrying
+
+    # -- rendering -----------------------------------------------------------------------------------------
+
+    def render(self, raw: Any) -> AgentToolResult:
+        """The raw `CallToolResult` as the model sees it: `result_renderer`, then `max_output_chars`."""
+        if self.result_renderer is None:
+            if self.max_output_chars is None:
+                return render_mcp_content(raw)
+            raw, cut = _clip_raw(raw, self.max_output_chars)
+            result = render_mcp_content(raw)
+            return _clip_result(result, self.max_output_chars, already_cut=cut)
+        result = _as_result(self.result_renderer(raw), raw)
+        if self.max_output_chars is not None:
+            result = _clip_result(result, self.max_output_chars, already_cut=None)
+        return result
+
+
+def _as_result(rendered: Any, raw: Any) -> AgentToolResult:
+    if isinstance(rendered, AgentToolResult):
+        return rendered
+    if isinstance(rendered, str):
+        content: list[Content] = [TextContent(rendered)]
+    elif isinstance(rendered, Sequence) and all(isinstance(b, (TextContent, ImageContent)) for b in rendered):
+        content = list(rendered)
+    else:
+        kind = type(rendered).__name__
+        raise UserError(
+            f"result_renderer must return an AgentToolResult, a list of TextContent/ImageContent or a str; "
+            f"got {kind}"
+        )
+    is_error = bool(getattr(raw, "isError", False) or (isinstance(raw, Mapping) and raw.get("isError")))
+    structured = getattr(raw, "structuredContent", None)
+    details = {"structuredContent": structured} if structured is not None else {}
+    return AgentToolResult(content=content, details=details, is_error=is_error)
+
+
+@dataclass
+class _Cut:
+    """How much text `max_output_chars` kept and cut."""
+
+    limit: int
+    total: int = 0
+    kept: int = 0
+
+    @property
+    def cut(self) -> int:
+        return self.total - self.kept
+
+    def marker(self) -> str:
+        return (
+            f"\n[truncated: {self.cut:,} of {self.total:,} characters cut (max_output_chars={self.limit:,})]"
+        )
+
+
+def _clip_raw(raw: Any, limit: int) -> tuple[Any, _Cut]:
+    """Cut the text blocks of an SDK `CallToolResult` before rendering, so the text is never copied whole."""
+    cut = _Cut(limit)
+    blocks = getattr(raw, "content", None)
+    if not isinstance(blocks, list) or not hasattr(raw, "model_copy"):
+        return raw, cut  # a dict: clipped after rendering
+    clipped: list[Any] = []
+    for block in blocks:
+        text = getattr(block, "text", None)
+        resource = getattr(block, "resource", None)
+        holder, inner = (
+            (block, text) if isinstance(text, str) else (resource, getattr(resource, "text", None))
+        )
+        if not isinstance(inner, str) or holder is None:
+            clipped.append(block)
+            continue
+        room = max(limit - cut.kept, 0)
+        cut.total += len(inner)
+        if len(inner) <= room:
+            cut.kept += len(inner)
+            clipped.append(block)
+            continue
+        cut.kept += room
+        if room == 0:
+            continue  # no room left: the block is dropped, counted in the marker
+        short = holder.model_copy(update={"text": inner[:room]})
+        clipped.append(short if holder is block else block.model_copy(update={"resource": short}))
+    if cut.cut == 0:
+        return raw, cut
+    return raw.model_copy(update={"content": clipped}), cut
+
+
+def _clip_result(result: AgentToolResult, limit: int, *, already_cut: _Cut | None) -> AgentToolResult:
+    """Cut the text of a rendered result to `limit` characters and say how much went."""
+    if already_cut is not None and already_cut.cut:
+        cut = already_cut  # the raw blocks were clipped; only the marker is left to add
+        content = list(result.content)
+    else:
+        cut = _Cut(limit)
+        content = []
+        for block in result.content:
+            if not isinstance(block, TextContent):
+                content.append(block)
+                continue
+            room = max(limit - cut.kept, 0)
+            cut.total += len(block.text)
+            cut.kept += min(room, len(block.text))
+            if len(block.text) <= room:
+                content.append(block)
+            elif room:
+                content.append(TextContent(block.text[:room]))
+        if cut.cut == 0:
+            return result
+    texts = [i for i, block in enumerate(content) if isinstance(block, TextContent)]
+    if texts:
+        last = texts[-1]
+        block = content[last]
+        assert isinstance(block, TextContent)
+        content[last] = TextContent(block.text + cut.marker())
+    else:
+        content.append(TextContent(cut.marker().lstrip("\n")))
+    details = dict(result.details)
+    details["truncated"] = {"total_chars": cut.total, "kept_chars": cut.kept, "limit": cut.limit}
+    return AgentToolResult(content=content, details=details, is_error=result.is_error)
