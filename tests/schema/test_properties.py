@@ -8,7 +8,7 @@ import pytest
 
 from ._harness import corpus, hard_cases, run_case
 
-EXAMPLES = 12
+EXAMPLES = 8
 
 
 def _ids(cases: list[dict[str, Any]]) -> list[str]:

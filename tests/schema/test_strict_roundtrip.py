@@ -55,7 +55,7 @@ def strict_form(x: Any, schema: Any, root: Any, validator: Any, extra: list[str]
 
 
 def _instances(case: dict[str, Any]) -> list[Any]:
-    generated, _ = examples(case["schema"], 5)
+    generated, _ = examples(case["schema"], 3)
     return [x for x in [*case.get("valid", []), *generated] if isinstance(x, dict)]
 
 
