@@ -18,11 +18,13 @@ from ._content import render_mcp_content
 from ._loader import load_mcp_tools, load_mcp_tools_http, load_mcp_tools_stdio
 from ._servers import HttpServer, StdioServer
 from ._tool import make_mcp_agent_tool
+from ._toollist import MCPToolList
 
 __all__ = [
     "HttpServer",
     "MCPError",
     "MCPTimeoutError",
+    "MCPToolList",
     "StdioServer",
     "load_mcp_tools",
     "load_mcp_tools_http",

@@ -1,0 +1,314 @@
+"""Stateless calls made cheap: the list's shared HTTP client, `prespawn=True`, lazy models, closing lists.
+
+Behaviour only (what is built, reused, spawned and reaped), never timings: benchmarks/calls.py measures.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+from conftest import KITCHEN, PYTHON, LeakChecker, RunningServer
+
+from cubepi import AgentTool, UserError, tool
+from cubepi.mcp import (
+    HttpServer,
+    MCPToolList,
+    StdioServer,
+    _session,
+    _tool,
+    load_mcp_tools,
+    load_mcp_tools_http,
+    load_mcp_tools_stdio,
+)
+
+# A server that says which process answered and how many calls that process served, plus a catalog.
+COUNTER = '''
+import os
+import sys
+from mcp.server.fastmcp import FastMCP
+
+server = FastMCP("counter")
+served = 0
+
+@server.tool()
+def whoami() -> str:
+    """The pid of this process and how many calls it has served, this one included."""
+    global served
+    served += 1
+    return f"{os.getpid()} {served}"
+
+for i in range(int(os.environ.get("CATALOG", "0"))):
+    def make(i: int):
+        def fn(x: int, label: str = "", flags: list[str] | None = None) -> str:
+            return f"{i}:{x}"
+        fn.__name__ = f"tool_{i:03d}"
+        fn.__doc__ = f"Catalog tool number {i}."
+        return fn
+    server.tool()(make(i))
+
+if __name__ == "__main__":
+    server.run("stdio")
+'''
+
+
+@pytest.fixture(scope="module")
+def counter_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("servers") / "counter.py"
+    path.write_text(COUNTER)
+    return path
+
+
+def counter_server(script: Path, **env: str) -> StdioServer:
+    return StdioServer(PYTHON, [str(script)], env=env or None)
+
+
+def children() -> set[int]:
+    found = set()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                found.add(child.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
+async def wait_until(predicate: Any, limit: float = 20.0) -> None:
+    deadline = time.monotonic() + limit
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await anyio.sleep(0.05)
+
+
+@pytest.fixture
+def client_count(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """Every httpx client the MCP sessions build."""
+    made: list[Any] = []
+    real = _session._http_client
+
+    def counting(server: HttpServer) -> Any:
+        client = real(server)
+        made.append(client)
+        return client
+
+    monkeypatch.setattr(_session, "_http_client", counting)
+    yield made
+
+
+# -- the list ------------------------------------------------------------------------------------------------
+
+
+async def test_a_loaded_list_is_a_list(kitchen_http: RunningServer) -> None:
+    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
+    assert isinstance(tools, MCPToolList) and isinstance(tools, list)
+
+    @tool
+    def mine(x: int) -> str:
+        """Mine."""
+        return str(x)
+
+    combined = tools + [mine]  # noqa: RUF005 - concatenation is what users write
+    assert isinstance(combined, list) and combined[-1] is mine and len(combined) == len(tools) + 1
+    assert [t.name for t in tools[:2]] == [tools[0].name, tools[1].name]
+    assert all(isinstance(t, AgentTool) for t in tools)
+    await tools.aclose()
+    await tools.aclose()  # idempotent
+    assert tools.closed
+
+
+# -- HTTP: one client per list -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_http_calls_share_one_client(
+    transport: str, kitchen_http: RunningServer, kitchen_sse: RunningServer, client_count: list[Any]
+) -> None:
+    url = kitchen_http.url if transport == "streamable-http" else kitchen_sse.url
+    async with await load_mcp_tools(HttpServer(url, transport=transport)) as tools:  # type: ignore[arg-type]
+        echo = next(t for t in tools if t.name == "echo")
+        for i in range(3):
+            assert (await echo.execute({"message": f"m{i}"})).text == f"m{i}"
+        results = await _gather([echo.execute({"message": str(i)}) for i in range(5)])
+        assert sorted(r.text for r in results) == [str(i) for i in range(5)]
+        assert len(client_count) == 1  # the listing and eight calls, one client
+        assert not client_count[0].is_closed
+    assert client_count[0].is_closed
+
+
+async def test_http_call_leaves_no_socket_open(kitchen_http: RunningServer, leaks: LeakChecker) -> None:
+    # Sharing the client (and its TLS context) keeps the rule: after a call, no connection stays open.
+    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
+    echo = next(t for t in tools if t.name == "echo")
+    assert (await echo.execute({"message": "hi"})).text == "hi"
+    await wait_until(lambda: not leaks.new_connections(), 3.0)
+
+
+async def test_calls_after_aclose_raise_user_error(kitchen_http: RunningServer) -> None:
+    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
+    echo = next(t for t in tools if t.name == "echo")
+    await tools.aclose()
+    with pytest.raises(UserError, match="closed"):
+        await echo.execute({"message": "hi"})
+
+
+def test_execute_sync_in_other_loops_uses_its_own_client(kitchen_http: RunningServer) -> None:
+    # Loaded in one loop (since ended), called with execute_sync (a loop per call): still works.
+    tools = anyio.run(load_mcp_tools_http, kitchen_http.url)
+    echo = next(t for t in tools if t.name == "echo")
+    assert echo.execute_sync({"message": "one"}).text == "one"
+    assert echo.execute_sync({"message": "two"}).text == "two"
+
+    async def in_a_new_loop() -> str:
+        first = await echo.execute({"message": "three"})
+        second = await echo.execute({"message": "four"})
+        await tools.aclose()
+        return first.text + second.text
+
+    assert anyio.run(in_a_new_loop) == "threefour"
+
+
+def test_unclosed_lists_are_harmless_at_exit(kitchen_http: RunningServer, counter_script: Path) -> None:
+    """A script that never closes its lists exits cleanly: no warning, no traceback, no process left."""
+    script = textwrap.dedent(
+        f"""
+        import asyncio, os
+        from cubepi.mcp import load_mcp_tools_http, load_mcp_tools_stdio
+
+        async def main():
+            http = await load_mcp_tools_http({kitchen_http.url!r}, transport="streamable-http")
+            echo = next(t for t in http if t.name == "echo")
+            await echo.execute({{"message": "hi"}})
+            stdio = await load_mcp_tools_stdio({PYTHON!r}, [{str(counter_script)!r}], prespawn=True)
+            await stdio[0].execute({{}})
+            await asyncio.sleep(0.5)
+            import psutil
+            print("pids", " ".join(str(c.pid) for c in psutil.Process().children(recursive=True)))
+
+        asyncio.run(main())
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONDEVMODE": "1"},
+    )
+    assert done.returncode == 0, done.stderr
+    for bad in ("Traceback", "ResourceWarning", "Task was destroyed", "Exception ignored", "unclosed"):
+        assert bad not in done.stderr, done.stderr
+    pids = [int(p) for p in done.stdout.split("pids", 1)[1].split()]
+    assert pids  # the spare (and maybe the used server, closing)
+    time.sleep(0.5)
+    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+
+
+# -- stdio: prespawn -----------------------------------------------------------------------------------------
+
+
+async def test_prespawn_keeps_one_spare_and_every_call_gets_a_fresh_one(
+    counter_script: Path, leaks: LeakChecker
+) -> None:
+    tools = await load_mcp_tools(counter_server(counter_script), prespawn=True)
+    whoami = tools[0]
+    await wait_until(lambda: len(leaks.new_children()) == 1)  # one spare, started after the listing
+    spare = next(iter(leaks.new_children()))
+
+    seen = set()
+    for _ in range(3):
+        await wait_until(lambda: len(leaks.new_children()) == 1)  # used servers are gone, a spare waits
+        before = leaks.new_children()
+        pid, served = (await whoami.execute({})).text.split()
+        assert served == "1"  # a session, and a process, no earlier call used
+        assert {int(pid)} == before  # the call used the spare that was waiting
+        seen.add(pid)
+        await wait_until(lambda p=int(pid): p not in leaks.new_children() and len(leaks.new_children()) == 1)
+    assert len(seen) == 3 and str(spare) in seen
+
+    await tools.aclose()
+    assert not leaks.new_children()  # aclose waits until every spare is gone
+    with pytest.raises(UserError):
+        await whoami.execute({})
+
+
+async def test_prespawn_back_to_back_and_concurrent_calls(counter_script: Path, leaks: LeakChecker) -> None:
+    async with await load_mcp_tools(counter_server(counter_script), prespawn=True) as tools:
+        whoami = tools[0]
+        first = [(await whoami.execute({})).text for _ in range(3)]  # no waiting for spares in between
+        burst = [r.text for r in await _gather([whoami.execute({}) for _ in range(4)])]
+        replies = [text.split() for text in first + burst]
+        assert all(served == "1" for _, served in replies)
+        assert len({pid for pid, _ in replies}) == len(replies)
+        assert len(leaks.new_children()) <= 6  # bounded: the calls' own servers and at most one spare
+    assert not leaks.new_children()
+
+
+async def test_prespawn_spare_reaped_when_the_list_is_collected(
+    counter_script: Path, leaks: LeakChecker
+) -> None:
+    tools = await load_mcp_tools_stdio(PYTHON, [str(counter_script)], prespawn=True)
+    await wait_until(lambda: len(leaks.new_children()) == 1)
+    del tools
+    gc.collect()
+    await wait_until(lambda: not leaks.new_children())
+
+
+async def test_prespawn_cancelled_call_closes_its_server(leaks: LeakChecker) -> None:
+    tools = await load_mcp_tools(StdioServer(PYTHON, [str(KITCHEN)]), prespawn=True)
+    slow = next(t for t in tools if t.name == "slow")
+    await wait_until(lambda: len(leaks.new_children()) == 1)
+    with anyio.move_on_after(1.0):
+        await slow.execute({"seconds": 30})
+    await tools.aclose()
+    assert not leaks.new_children()
+
+
+async def test_prespawn_only_for_stdio(kitchen_http: RunningServer) -> None:
+    with pytest.raises(UserError, match="stdio"):
+        await load_mcp_tools(HttpServer(kitchen_http.url), prespawn=True)
+
+
+# -- loading: no model built ---------------------------------------------------------------------------------
+
+
+async def test_a_catalog_of_100_tools_loads_without_building_models(
+    counter_script: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[str] = []
+    real = _tool.schema_to_model
+
+    def counting(schema: Any, *, name: str) -> Any:
+        built.append(name)
+        return real(schema, name=name)
+
+    monkeypatch.setattr(_tool, "schema_to_model", counting)
+    tools = await load_mcp_tools(counter_server(counter_script, CATALOG="100"))
+    assert len(tools) == 101
+    assert built == []  # listing, names, descriptions, JSON schemas: no model needed
+    assert tools[5].json_schema()["properties"]["x"]["type"] == "integer" and built == []
+    result = await tools[5].execute({"x": 7})
+    assert built == [tools[5].name] and result.text.endswith(":7")
+
+
+async def _gather(calls: list[Any]) -> list[Any]:
+    results: list[Any] = [None] * len(calls)
+
+    async def run(i: int, call: Any) -> None:
+        results[i] = await call
+
+    async with anyio.create_task_group() as group:
+        for i, call in enumerate(calls):
+            group.start_soon(run, i, call)
+    return results
