@@ -1,16 +1,25 @@
-"""Per-call latency: a cubepi stateless call vs the raw MCP SDK doing the same fresh session.
+"""Per-call latency of every way to call an MCP tool, side by side, on the same servers.
 
-Run: ``python benchmarks/calls.py [--runs N] [--http-runs M]`` (needs ``npm ci --prefix tests``).
+Run: ``python benchmarks/calls.py [--runs N] [--http-runs M]`` (needs ``npm ci --prefix tests``, and
+``pip install -e ".[bench]"`` for the langchain-mcp-adapters case).
 
-Every cubepi stateless call opens a transport (a new process for stdio), initializes, calls ``tools/call``
-and closes. The raw SDK baselines do the same by hand, with a fresh ``ClientSession`` per call:
+Cases (a case whose package or feature is missing is left out of the table):
 
-- ``raw SDK`` : ``initialize`` + ``session.call_tool`` as SDK users write it; on a fresh session the SDK's
-  ``call_tool`` also sends ``tools/list`` (to validate structured output), one round trip more than cubepi;
-- ``raw SDK, same work`` : ``initialize`` + one ``tools/call`` request, exactly what cubepi does.
+- ``cubepi stateless``: a fresh session per call (a new process for stdio), the default; over HTTP the
+  calls of one loaded list share its HTTP client; ``a client per call`` is the same without sharing;
+- ``cubepi stateless + prespawn``: stdio with ``prespawn=True``; ``spaced``: the spare is ready when the
+  call comes (calls spaced wider than the server's start-up); ``back to back``: the call comes right after
+  another one took the spare;
+- ``cubepi persistent``: tools loaded from ``server.connect()``;
+- ``raw SDK, fresh session``: ``initialize`` + ``session.call_tool`` as SDK users write it; on a fresh
+  session the SDK's ``call_tool`` also sends ``tools/list`` (to validate structured output), one round
+  trip more than cubepi; ``same work``: ``initialize`` + one ``tools/call`` request, exactly what cubepi
+  does; ``pre-initialized``: a fresh session initialized before the clock starts, so only its first
+  ``tools/call`` is timed (the floor of a prespawned call); ``persistent``: one session for the run;
+- ``langchain-mcp-adapters``: its tools loaded from a connection config (a new session per call).
 
 Cases run interleaved, in a shuffled order each round (seeded), so that load on the machine hits them
-alike; the table shows medians and the ratio of cubepi's median to each baseline's.
+alike; the table shows medians and their ratios to the raw SDK's fresh and persistent sessions.
 """
 
 from __future__ import annotations
@@ -23,10 +32,12 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
+import _cases
 import anyio
+from _cases import Case
 from _servers import EVERYTHING, KITCHEN, PYTHON, http_server
 from mcp import ClientSession, types
 from mcp.client.sse import sse_client
@@ -34,7 +45,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from cubepi import AgentTool
-from cubepi.mcp import HttpServer, StdioServer, make_mcp_agent_tool
+from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools, make_mcp_agent_tool
 
 ECHO = {
     "name": "echo",
@@ -81,29 +92,116 @@ def cubepi_call(tool: AgentTool) -> Call:
     return call
 
 
-async def measure(cases: dict[str, Call], runs: int) -> dict[str, list[float]]:
-    timings: dict[str, list[float]] = {name: [] for name in cases}
-    for call in cases.values():  # warm-up: imports, npm/node caches, models
-        await call()
+async def measure(cases: dict[str, Call | Case], runs: int) -> dict[str, list[float]]:
+    """Timings of each case; a `Case`'s `before` and `after` run untimed around its call."""
+    plan = {name: case if isinstance(case, Case) else Case(case) for name, case in cases.items()}
+    timings: dict[str, list[float]] = {name: [] for name in plan}
+    for case in plan.values():  # warm-up: imports, npm/node caches, models
+        if case.before is not None:
+            await case.before()
+        await case.call()
+        if case.after is not None:
+            await case.after()
     rounds = random.Random(1234)
     for _ in range(runs):
-        order = list(cases.items())
+        order = list(plan.items())
         rounds.shuffle(order)
-        for name, call in order:
+        for name, case in order:
+            if case.before is not None:
+                await case.before()
             start = time.perf_counter()
-            await call()
+            await case.call()
             timings[name].append(time.perf_counter() - start)
+            if case.after is not None:
+                await case.after()
     return timings
 
 
-def row(label: str, timings: dict[str, list[float]]) -> str:
-    ours = statistics.median(timings["cubepi"])
-    raw = statistics.median(timings["raw"])
-    same = statistics.median(timings["same"])
-    return (
-        f"| {label:<34} | {len(timings['cubepi']):>4} | {ours * 1000:>9.1f} | {raw * 1000:>9.1f} "
-        f"| {same * 1000:>9.1f} | {ours / raw:>6.3f}x | {ours / same:>6.3f}x |"
-    )
+def ratio(value: float, base: float | None) -> str:
+    return f"{value / base:.2f}x" if base else "-"
+
+
+def table(label: str, timings: dict[str, list[float]]) -> list[str]:
+    """Markdown rows: each case's median and its ratio to the raw SDK's fresh and persistent sessions."""
+    medians = {name: statistics.median(values) for name, values in timings.items()}
+    fresh, persistent = medians.get("raw SDK, fresh session"), medians.get("raw SDK, persistent session")
+    return [
+        f"| {label} | {name} | {len(timings[name])} | {median * 1000:.2f} | {ratio(median, fresh)} "
+        f"| {ratio(median, persistent)} |"
+        for name, median in medians.items()
+    ]
+
+
+@contextlib.contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """Servers (and langchain-mcp-adapters' stdio client, which passes them our stderr) print banners."""
+    saved = os.dup(2)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+async def stdio_cases(
+    stack: contextlib.AsyncExitStack, command: str, args: list[str], devnull: Any
+) -> dict[str, Call | Case]:
+    server = StdioServer(command, args)
+    params = StdioServerParameters(command=command, args=args)
+    cases: dict[str, Call | Case] = {
+        "cubepi stateless": cubepi_call(make_mcp_agent_tool(ECHO, server)),
+        "cubepi stateless + prespawn, spaced": _cases.cubepi_prespawn(
+            await stack.enter_async_context(await load_mcp_tools(server, prespawn=True)), spaced=True
+        ),
+        "cubepi stateless + prespawn, back to back": _cases.cubepi_prespawn(
+            await stack.enter_async_context(await load_mcp_tools(server, prespawn=True)), spaced=False
+        ),
+        "raw SDK, fresh session": raw_call("stdio", params, devnull, same_work=False),
+        "raw SDK, fresh session, same work": raw_call("stdio", params, devnull, same_work=True),
+        "raw SDK, pre-initialized fresh session": _cases.raw_preinitialized(
+            lambda: stdio_client(params, errlog=devnull)
+        ),
+        "raw SDK, persistent session": await _cases.raw_persistent(
+            stack, stdio_client(params, errlog=devnull)
+        ),
+    }
+    persistent = await _cases.cubepi_persistent(stack, server)
+    if persistent is not None:
+        cases["cubepi persistent"] = persistent
+    langchain = await _cases.langchain({"transport": "stdio", "command": command, "args": args})
+    if langchain is not None:
+        cases["langchain-mcp-adapters"] = langchain
+    return cases
+
+
+async def http_cases(
+    stack: contextlib.AsyncExitStack, url: str, kind: str, devnull: Any
+) -> dict[str, Call | Case]:
+    server = HttpServer(url, transport=kind)  # type: ignore[arg-type]
+    tools = await stack.enter_async_context(await load_mcp_tools(server))
+    cases: dict[str, Call | Case] = {
+        "cubepi stateless": cubepi_call(next(t for t in tools if t.name == "echo")),
+        "cubepi stateless, a client per call": cubepi_call(make_mcp_agent_tool(ECHO, server)),
+        "raw SDK, fresh session": raw_call(kind, url, devnull, same_work=False),
+        "raw SDK, fresh session, same work": raw_call(kind, url, devnull, same_work=True),
+        "raw SDK, persistent session": await _cases.raw_persistent(stack, _http_streams(kind, url)),
+    }
+    persistent = await _cases.cubepi_persistent(stack, server)
+    if persistent is not None:
+        cases["cubepi persistent"] = persistent
+    connection = {"transport": "streamable_http" if kind == "streamable-http" else "sse", "url": url}
+    langchain = await _cases.langchain(connection)
+    if langchain is not None:
+        cases["langchain-mcp-adapters"] = langchain
+    return cases
+
+
+@contextlib.asynccontextmanager
+async def _http_streams(kind: str, url: str) -> AsyncIterator[tuple[Any, Any]]:
+    async with raw_streams(kind, url, None) as streams:
+        yield streams
 
 
 async def main() -> None:
@@ -119,53 +217,50 @@ async def main() -> None:
     devnull = open(os.devnull, "w")  # noqa: SIM115, ASYNC230 - opened once, lives for the whole run
     rows: list[str] = []
 
-    stdio_cases = [
+    stdio_servers = [
         ("stdio, server-everything (node)", str(EVERYTHING), ["stdio"]),
         ("stdio, kitchen.py (Python FastMCP)", PYTHON, [str(KITCHEN)]),
     ]
-    for label, command, args in stdio_cases:
-        tool = make_mcp_agent_tool(ECHO, StdioServer(command, args))
-        params = StdioServerParameters(command=command, args=args)
-        timings = await measure(
-            {
-                "cubepi": cubepi_call(tool),
-                "raw": raw_call("stdio", params, devnull, same_work=False),
-                "same": raw_call("stdio", params, devnull, same_work=True),
-            },
-            options.runs,
-        )
-        rows.append(row(label, timings))
-        print(rows[-1], flush=True)
+    for label, command, args in stdio_servers:
+        with quiet_stderr():
+            async with contextlib.AsyncExitStack() as stack:
+                timings = await measure(await stdio_cases(stack, command, args, devnull), options.runs)
+        rows += table(label, timings)
+        print("\n".join(table(label, timings)), flush=True)
 
-    http_cases = [
+    http_servers = [
         ("Streamable HTTP, server-everything", "streamableHttp", "/mcp", "streamable-http"),
         ("SSE, server-everything", "sse", "/sse", "sse"),
     ]
-    for label, mode, path, kind in http_cases:
+    for label, mode, path, kind in http_servers:
         with http_server([str(EVERYTHING), mode], path) as url:
-            tool = make_mcp_agent_tool(ECHO, HttpServer(url, transport=kind))  # type: ignore[arg-type]
-            timings = await measure(
-                {
-                    "cubepi": cubepi_call(tool),
-                    "raw": raw_call(kind, url, devnull, same_work=False),
-                    "same": raw_call(kind, url, devnull, same_work=True),
-                },
-                options.http_runs,
-            )
-        rows.append(row(label, timings))
-        print(rows[-1], flush=True)
+            async with contextlib.AsyncExitStack() as stack:
+                timings = await measure(await http_cases(stack, url, kind, devnull), options.http_runs)
+        rows += table(label, timings)
+        print("\n".join(table(label, timings)), flush=True)
 
     print()
-    print(f"cubepi stateless call vs raw MCP SDK fresh session; medians in ms; {platform.platform()},")
-    print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs; `python benchmarks/calls.py`")
-    print()
+    print(f"Per-call latency, medians in ms; {platform.platform()}, Python {platform.python_version()},")
     print(
-        f"| {'case':<34} | {'runs':>4} | {'cubepi':>9} | {'raw SDK':>9} | {'raw same':>9} "
-        f"| {'vs raw':>7} | {'vs same':>7} |"
+        f"{os.cpu_count()} CPUs ({_cpu_model()}); `python benchmarks/calls.py --runs {options.runs} "
+        f"--http-runs {options.http_runs}`"
     )
-    print(f"|{'-' * 36}|{'-' * 6}|{'-' * 11}|{'-' * 11}|{'-' * 11}|{'-' * 9}|{'-' * 9}|")
+    print()
+    print("| server | case | runs | median ms | vs raw fresh | vs raw persistent |")
+    print("|---|---|---:|---:|---:|---:|")
     for line in rows:
         print(line)
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
 
 
 if __name__ == "__main__":

@@ -1,0 +1,117 @@
+"""Bench cases beyond the raw SDK's fresh session: cubepi prespawn and persistent, raw SDK persistent and
+pre-initialized, langchain-mcp-adapters. Each returns a `Case` for `calls.measure`, or None when its
+package (or cubepi feature) is missing, so the table says what was not measured instead of failing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mcp import ClientSession, types
+
+ARGS = {"message": "hi"}
+
+Call = Callable[[], Awaitable[Any]]
+
+
+@dataclass
+class Case:
+    """`call` is timed; `before` and `after` (untimed) run around it, e.g. to wait for a spare."""
+
+    call: Call
+    before: Call | None = None
+    after: Call | None = None
+
+
+def echo_request() -> types.ClientRequest:
+    params = types.CallToolRequestParams(name="echo", arguments=ARGS)
+    return types.ClientRequest(types.CallToolRequest(params=params))
+
+
+async def raw_persistent(stack: contextlib.AsyncExitStack, streams: Any) -> Case:
+    """One raw SDK `ClientSession` for the whole run; a call is one ``tools/call`` on it."""
+    read, write = await stack.enter_async_context(streams)
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()
+
+    async def call() -> Any:
+        return await session.send_request(echo_request(), types.CallToolResult)
+
+    return Case(call)
+
+
+def raw_preinitialized(open_streams: Callable[[], Any]) -> Case:
+    """A fresh raw SDK session initialized before the clock starts: the floor of a prespawned call
+    (the server's first ``tools/call`` in a new process, which is slower than on a warm one)."""
+    stack = contextlib.AsyncExitStack()
+    holder: dict[str, ClientSession] = {}
+
+    async def before() -> None:
+        read, write = await stack.enter_async_context(open_streams())
+        holder["session"] = await stack.enter_async_context(ClientSession(read, write))
+        await holder["session"].initialize()
+
+    async def call() -> Any:
+        return await holder["session"].send_request(echo_request(), types.CallToolResult)
+
+    return Case(call, before, stack.aclose)
+
+
+def cubepi_prespawn(tools: Any, *, spaced: bool) -> Case:
+    """A cubepi prespawn call: `spaced`, the spare is ready (calls wider apart than the server's start-up);
+    else back to back, right after another call took the spare."""
+    from cubepi import AgentTool
+
+    echo: AgentTool = next(t for t in tools if t.name == "echo")
+    spares = tools._resources.spares
+
+    async def call() -> Any:
+        result = await echo.execute(ARGS)
+        assert not result.is_error, result.text
+        return result
+
+    async def wait_for_spare() -> None:
+        await spares.wait_ready()
+
+    async def take_spare() -> None:
+        await spares.wait_ready()
+        await call()
+
+    return Case(call, wait_for_spare if spaced else take_spare)
+
+
+async def cubepi_persistent(stack: contextlib.AsyncExitStack, server: Any) -> Case | None:
+    """cubepi tools bound to ``server.connect()`` (when that exists)."""
+    from cubepi.mcp import load_mcp_tools
+
+    connect = getattr(server, "connect", None)
+    if connect is None:
+        return None
+    conn = await stack.enter_async_context(connect())
+    tools = await load_mcp_tools(conn)
+    echo = next(t for t in tools if t.name == "echo")
+
+    async def call() -> Any:
+        result = await echo.execute(ARGS)
+        assert not result.is_error, result.text
+        return result
+
+    return Case(call)
+
+
+async def langchain(connection: dict[str, Any]) -> Case | None:
+    """langchain-mcp-adapters' tools loaded from a connection config: a new session per call."""
+    try:
+        from langchain_mcp_adapters.tools import load_mcp_tools
+    except ImportError:
+        return None
+    tools = await load_mcp_tools(None, connection=connection)  # type: ignore[arg-type]
+    echo = next(t for t in tools if t.name == "echo")
+
+    async def call() -> Any:
+        return await echo.ainvoke(ARGS)
+
+    return Case(call)
