@@ -158,9 +158,11 @@ class MCPConnection:
         if self._shield is not None and isinstance(self.server, HttpServer):
             self._shield.deadline = anyio.current_time() + HTTP_CLOSE_GRACE
         group, self._task_group = self._task_group, None
-        if group is None:
-            return None
-        return await group.__aexit__(exc_type, exc, tb)
+        if group is not None:
+            # The block's own exception is not handed to the task group (it would wrap it in an exception
+            # group); it propagates unchanged once the owner has closed the session.
+            await group.__aexit__(None, None, None)
+        return None
 
     async def _own(self) -> None:
         """The owner task: open, hold until woken, close; again after each reconnect request. Never raises."""
@@ -288,14 +290,16 @@ class MCPConnection:
         except BaseException as exc:
             if _errors.is_cancellation(exc) or not isinstance(exc, Exception):
                 raise
-            hint = None if self.auto_reconnect else "if the server died, connect(auto_reconnect=True) reopens"
+            hint = "the connection was lost" if _is_lost(exc) else None
+            if not self.auto_reconnect and _is_transport(exc):
+                hint = (hint + "; " if hint else "") + "connect(auto_reconnect=True) reopens a dead connection"
             error = _errors.translate(
                 exc,
                 phase=phase,
                 server=self.describe(),
                 tool_name=tool_name,
                 stderr=await attempt.stderr_tail() if attempt.stderr is not None else None,
-                note=hint if _is_transport(exc) else None,
+                note=hint,
             )
             _errors.reraise(error)
             raise  # pragma: no cover
@@ -324,6 +328,11 @@ class MCPConnection:
             return await self.run(work, endpoint=endpoint, tool_name=name)
 
         return call
+
+
+def _is_lost(exc: BaseException) -> bool:
+    root = _errors.root_cause(exc)
+    return isinstance(root, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream))
 
 
 def _is_transport(exc: BaseException) -> bool:
