@@ -31,6 +31,12 @@ def stdio_server(mode: str, *extra: str, **kwargs: Any) -> StdioServer:
     return StdioServer(PYTHON, [str(STDIO_FAULTS), mode, *extra], **kwargs)
 
 
+def assert_timeout_message(error: BaseException, phase: str, limit: float) -> None:
+    """What a timeout tells the user: that it timed out, the limit, and the phase (wording may vary)."""
+    text = str(error)
+    assert "timed out" in text and f"{limit:g} s" in text and f"phase: {phase}" in text, text
+
+
 def _alive(process: psutil.Process) -> bool:
     try:
         return process.status() != psutil.STATUS_ZOMBIE

@@ -9,7 +9,7 @@ hang_init     reads requests but never answers initialize
 hang_list     never answers tools/list
 hang_call     never answers tools/call
 deaf_call     on tools/call stops reading stdin and sleeps (ignores EOF, must be killed)
-noise         writes non-JSON lines to stdout around every answer
+noise         writes non-JSON lines to stdout around every answer, and one more when stdin closes
 big           answers tools/call with one text block of --size MB
 wrong_shape   answers tools/call with a result whose `content` is not a list
 notify        sends unknown notifications (and a known one with bad params) before each answer
@@ -18,6 +18,7 @@ cursor_same   answers every tools/list page with the same nextCursor
 slow_start    sleeps --size seconds before reading anything (a cold npx start)
 
 `--record FILE` appends every message received (one JSON object a line) to FILE.
+`--print-env NAME` prints ``NAME=<value>`` of its environment to stderr at start (a chatty server).
 `--flood MB` writes MB megabytes to stderr at start and during every call, in any mode.
 """
 
@@ -152,6 +153,10 @@ def main() -> None:
         sys.exit(3)
     if FLOOD_MB:
         flood()
+    if option("--print-env"):
+        name = option("--print-env") or ""
+        sys.stderr.write(f"stdio_faults: using {name}={os.environ.get(name)}\n")
+        sys.stderr.flush()
     if MODE == "slow_start":
         time.sleep(SIZE_MB)
     record = open(RECORD, "a", encoding="utf-8") if RECORD else None  # noqa: SIM115
@@ -191,6 +196,9 @@ def main() -> None:
             reply(request_id, {})
         else:
             send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no method"}})
+    if MODE == "noise":  # stdin closed: the client is shutting down; a last non-JSON line as we exit
+        out.write(b"goodbye (not JSON)\n")
+        out.flush()
 
 
 if __name__ == "__main__":
