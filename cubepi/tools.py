@@ -279,14 +279,14 @@ class AgentTool:
         return {"type": "function", "function": function}
 
     def to_gemini(self) -> dict[str, Any]:
-        """This tool as a Gemini function declaration."""
+        """This tool as a Gemini function declaration (no ``parameters`` for a tool without arguments)."""
         from .schema import provider_schema
 
-        return {
-            "name": self.api_name,
-            "description": self.description,
-            "parameters": provider_schema(self.json_schema(), "gemini"),
-        }
+        declaration: dict[str, Any] = {"name": self.api_name, "description": self.description}
+        parameters = provider_schema(self.json_schema(), "gemini")
+        if parameters.get("properties"):
+            declaration["parameters"] = parameters
+        return declaration
 
 
 _API_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

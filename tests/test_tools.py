@@ -216,7 +216,14 @@ def test_exporters_carry_name_description_and_schema() -> None:
     assert strict["parameters"]["additionalProperties"] is False
     assert sorted(strict["parameters"]["required"]) == ["a", "b"]
     gemini = add.to_gemini()
-    assert gemini["name"] == "add" and "parameters" in gemini
+    assert gemini["name"] == "add" and set(gemini["parameters"]["properties"]) == {"a", "b"}
+
+    @tool
+    def ping() -> str:
+        """Answer pong."""
+        return "pong"
+
+    assert ping.to_gemini() == {"name": "ping", "description": "Answer pong."}
 
 
 def test_strict_export_is_accepted_by_openais_own_helper() -> None:
