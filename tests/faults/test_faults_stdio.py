@@ -160,6 +160,16 @@ async def test_a_5_mb_result_arrives_whole() -> None:
     await leaks.check()
 
 
+async def test_max_output_chars_cuts_a_big_result_for_the_model() -> None:
+    leaks = Leaks()
+    tools = await load_mcp_tools(stdio_server("big", "--size", "5"), timeout=30, max_output_chars=10_000)
+    result = await tools[0].execute({"message": "x"})
+    assert not result.is_error
+    assert len(result.text) < 10_200
+    assert "[truncated: 5,232,880 of 5,242,880 characters cut (max_output_chars=10,000)]" in result.text
+    await leaks.check()
+
+
 async def test_a_result_of_the_wrong_shape_is_an_mcp_error() -> None:
     leaks = Leaks()
     tools = await load_mcp_tools(stdio_server("wrong_shape"), timeout=10)
