@@ -28,10 +28,13 @@ def assert_not_in_logs(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def assert_not_in_error(error: BaseException) -> None:
+    """Not in the error nor in any exception its traceback prints (causes, unsuppressed contexts)."""
     seen: BaseException | None = error
     while seen is not None:
         assert CANARY not in str(seen) and CANARY not in repr(seen)
-        seen = seen.__cause__ or seen.__context__
+        if isinstance(seen, MCPError):
+            assert CANARY not in (seen.stderr or "")
+        seen = seen.__cause__ or (None if seen.__suppress_context__ else seen.__context__)
 
 
 async def test_env_values_stay_out_of_reprs_logs_and_errors(caplog: pytest.LogCaptureFixture) -> None:
