@@ -8,6 +8,7 @@ never mutated.
 from __future__ import annotations
 
 import copy
+import sys
 from typing import Any
 
 from ..errors import SchemaError
@@ -70,6 +71,19 @@ _NUMERIC = (
     "minContains",
     "maxContains",
 )
+_COUNTS = (
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "minContains",
+    "maxContains",
+)
+# Past this depth a subschema is replaced by the permissive ``{}``: copying it whole (or building it) would
+# overflow the stack, and no real tool nests arguments this deep.
+_MAX_NODE_DEPTH = 200
 
 
 def normalize_schema(schema: Any, *, tool_name: str | None = None) -> dict[str, Any]:
@@ -118,8 +132,8 @@ def _node(schema: Any, legacy: bool, depth: int) -> Any:
         return {"type": _TYPE_ALIASES[schema.lower()]}
     if not isinstance(schema, dict):
         return {}
-    if depth > 200:
-        return copy.deepcopy(schema)
+    if depth > _MAX_NODE_DEPTH:
+        return {}
     if legacy and "$ref" in schema:
         # before 2019-09, keywords beside $ref were ignored: keep only the annotations.
         schema = {k: v for k, v in schema.items() if k == "$ref" or k in _ANNOTATIONS}
@@ -199,6 +213,14 @@ def _fix_bounds(out: dict[str, Any]) -> None:
             except ValueError:
                 pass
         if not isinstance(value, (int, float)) or isinstance(value, bool):
+            del out[key]
+    for key in _COUNTS:
+        # A length or count must be a non-negative integer; -1 ("unlimited"), 2.5 or 1e30 would crash
+        # pydantic-core, so such a bound is dropped (no constraint) rather than guessed at.
+        value = out.get(key)
+        if isinstance(value, float) and value.is_integer():
+            value = out[key] = int(value)
+        if key in out and not (isinstance(value, int) and 0 <= value <= sys.maxsize):
             del out[key]
     if "multipleOf" in out and out["multipleOf"] <= 0:
         del out["multipleOf"]
