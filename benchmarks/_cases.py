@@ -78,9 +78,11 @@ def cubepi_prespawn(tools: Any, *, spaced: bool) -> Case:
 
     async def take_spare() -> None:
         await spares.wait_ready()
-        await call()
+        await call()  # the timed call comes right after this one took the spare
 
-    return Case(call, wait_for_spare if spaced else take_spare)
+    # `after`: the next spare starts right after a call; wait for it, untimed, so that its start-up does
+    # not run during (and slow down) the cases timed next.
+    return Case(call, wait_for_spare if spaced else take_spare, wait_for_spare)
 
 
 async def cubepi_persistent(stack: contextlib.AsyncExitStack, server: Any) -> Case | None:
@@ -115,3 +117,25 @@ async def langchain(connection: dict[str, Any]) -> Case | None:
         return await echo.ainvoke(ARGS)
 
     return Case(call)
+
+
+def load_cases(command: str, args: list[str], devnull: Any) -> dict[str, Call]:
+    """Loading a catalog: cubepi's loader (no model built) vs the raw SDK's initialize + list_tools."""
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from cubepi.mcp import StdioServer, load_mcp_tools
+
+    params = StdioServerParameters(command=command, args=args)
+
+    async def cubepi_load() -> Any:
+        tools = await load_mcp_tools(StdioServer(command, args))
+        assert len(tools) >= 100
+        return tools
+
+    async def raw_list() -> Any:
+        streams = stdio_client(params, errlog=devnull)
+        async with streams as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return await session.list_tools()
+
+    return {"cubepi load_mcp_tools": cubepi_load, "raw SDK, initialize + list_tools": raw_list}

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 EVERYTHING = TESTS / "node_modules" / ".bin" / "mcp-server-everything"
 KITCHEN = TESTS / "servers" / "kitchen.py"
+CATALOG = Path(__file__).resolve().parent / "_catalog.py"
 PYTHON = sys.executable
 
 

@@ -38,7 +38,7 @@ from typing import Any
 import _cases
 import anyio
 from _cases import Case
-from _servers import EVERYTHING, KITCHEN, PYTHON, http_server
+from _servers import CATALOG, EVERYTHING, KITCHEN, PYTHON, http_server
 from mcp import ClientSession, types
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -210,6 +210,7 @@ async def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=15, help="stdio calls per case (default 15)")
     parser.add_argument("--http-runs", type=int, default=60, help="HTTP calls per case (default 60)")
+    parser.add_argument("--load-runs", type=int, default=10, help="catalog loads per case (default 10)")
     options = parser.parse_args()
     if not EVERYTHING.exists():
         sys.exit("install the test servers first: npm ci --prefix tests")
@@ -228,6 +229,19 @@ async def main() -> None:
         rows += table(label, timings)
         print("\n".join(table(label, timings)), flush=True)
 
+    if options.load_runs:
+        label = "stdio, 100-tool catalog: loading"
+        with quiet_stderr():
+            loads = await measure(_cases.load_cases(PYTHON, [str(CATALOG)], devnull), options.load_runs)
+        medians = {name: statistics.median(values) for name, values in loads.items()}
+        base = medians["raw SDK, initialize + list_tools"]
+        load_rows = [
+            f"| {label} | {name} | {len(loads[name])} | {median * 1000:.2f} | {ratio(median, base)} | - |"
+            for name, median in medians.items()
+        ]
+        rows += load_rows
+        print("\n".join(load_rows), flush=True)
+
     http_servers = [
         ("Streamable HTTP, server-everything", "streamableHttp", "/mcp", "streamable-http"),
         ("SSE, server-everything", "sse", "/sse", "sse"),
@@ -243,7 +257,7 @@ async def main() -> None:
     print(f"Per-call latency, medians in ms; {platform.platform()}, Python {platform.python_version()},")
     print(
         f"{os.cpu_count()} CPUs ({_cpu_model()}); `python benchmarks/calls.py --runs {options.runs} "
-        f"--http-runs {options.http_runs}`"
+        f"--http-runs {options.http_runs} --load-runs {options.load_runs}`"
     )
     print()
     print("| server | case | runs | median ms | vs raw fresh | vs raw persistent |")

@@ -6,7 +6,6 @@ Behaviour only (what is built, reused, spawned and reaped), never timings: bench
 from __future__ import annotations
 
 import gc
-import os
 import subprocess
 import sys
 import textwrap
@@ -147,6 +146,25 @@ async def test_http_calls_share_one_client(
     assert client_count[0].is_closed
 
 
+async def test_stateless_http_sessions_skip_the_get_stream_but_keep_progress(
+    kitchen_http: RunningServer, client_count: list[Any]
+) -> None:
+    # A one-call session has no use for the optional GET stream; the call's progress comes on its POST.
+    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
+    methods: list[str] = []
+
+    async def record(response: Any) -> None:
+        methods.append(response.request.method)
+
+    client_count[0].event_hooks["response"].append(record)
+    updates: list[Any] = []
+    progress = next(t for t in tools if t.name == "progress")
+    result = await progress.execute({"steps": 3}, on_update=updates.append)
+    assert not result.is_error and len(updates) == 3
+    assert "GET" not in methods and methods.count("POST") == 3 and "DELETE" in methods
+    await tools.aclose()
+
+
 async def test_http_call_leaves_no_socket_open(kitchen_http: RunningServer, leaks: LeakChecker) -> None:
     # Sharing the client (and its TLS context) keeps the rule: after a call, no connection stays open.
     tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
@@ -179,40 +197,72 @@ def test_execute_sync_in_other_loops_uses_its_own_client(kitchen_http: RunningSe
     assert anyio.run(in_a_new_loop) == "threefour"
 
 
-def test_unclosed_lists_are_harmless_at_exit(kitchen_http: RunningServer, counter_script: Path) -> None:
-    """A script that never closes its lists exits cleanly: no warning, no traceback, no process left."""
-    script = textwrap.dedent(
+def _run_script(script: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *flags, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_an_unclosed_http_list_is_harmless_at_exit(kitchen_http: RunningServer) -> None:
+    """Never closed, in dev mode with ResourceWarning as errors: no warning, no traceback."""
+    done = _run_script(
         f"""
-        import asyncio, os
-        from cubepi.mcp import load_mcp_tools_http, load_mcp_tools_stdio
+        import asyncio
+        from cubepi.mcp import load_mcp_tools_http
 
         async def main():
-            http = await load_mcp_tools_http({kitchen_http.url!r}, transport="streamable-http")
-            echo = next(t for t in http if t.name == "echo")
+            tools = await load_mcp_tools_http({kitchen_http.url!r}, transport="streamable-http")
+            echo = next(t for t in tools if t.name == "echo")
             await echo.execute({{"message": "hi"}})
-            stdio = await load_mcp_tools_stdio({PYTHON!r}, [{str(counter_script)!r}], prespawn=True)
-            await stdio[0].execute({{}})
-            await asyncio.sleep(0.5)
-            import psutil
+            await asyncio.gather(*(echo.execute({{"message": str(i)}}) for i in range(3)))
+
+        asyncio.run(main())
+        """,
+        "-X",
+        "dev",
+        "-W",
+        "error::ResourceWarning",
+    )
+    assert done.returncode == 0, done.stderr
+    for bad in ("Traceback", "ResourceWarning", "Task was destroyed", "Exception ignored", "nclosed"):
+        assert bad not in done.stderr, done.stderr
+
+
+def test_an_unclosed_prespawn_list_leaves_no_process(counter_script: Path) -> None:
+    """Never closed: the program exits cleanly and no server (spare or used) outlives it."""
+    done = _run_script(
+        f"""
+        import asyncio
+        import psutil
+        from cubepi.mcp import load_mcp_tools_stdio
+
+        async def main():
+            tools = await load_mcp_tools_stdio({PYTHON!r}, [{str(counter_script)!r}], prespawn=True)
+            await tools[0].execute({{}})
+            await asyncio.sleep(0.2)
             print("pids", " ".join(str(c.pid) for c in psutil.Process().children(recursive=True)))
 
         asyncio.run(main())
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONDEVMODE": "1"},
-    )
     assert done.returncode == 0, done.stderr
-    for bad in ("Traceback", "ResourceWarning", "Task was destroyed", "Exception ignored", "unclosed"):
-        assert bad not in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
     pids = [int(p) for p in done.stdout.split("pids", 1)[1].split()]
     assert pids  # the spare (and maybe the used server, closing)
-    time.sleep(0.5)
-    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_running(p) for p in pids):
+        time.sleep(0.05)
+    assert not [p for p in pids if _running(p)]
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 # -- stdio: prespawn -----------------------------------------------------------------------------------------
