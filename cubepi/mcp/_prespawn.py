@@ -9,8 +9,9 @@ each spare is opened, and later closed, by its own *owner* task, a task of the l
 `_background`). The call only borrows the initialized session (JSON-RPC over memory streams works from any
 task of that loop). Bounds: at most one spare waits per list; every used session is closed as soon as its
 call ends, with the SDK's full shutdown (stdin closed, grace period, SIGTERM/SIGKILL of the process group).
-Spares are reaped by `aclose()`, when the list and its tools are garbage-collected, when the home loop ends
-(``asyncio.run`` cancels the owners, which close their process), and at interpreter exit.
+Spares are shut down gracefully by `aclose()` and when the list and its tools are garbage-collected. When
+the home loop ends with spares still open (``asyncio.run`` cancels every task, the SDK's reader tasks
+too), the shutdown cannot complete and asyncio kills the process: never an orphan, but not graceful.
 """
 
 from __future__ import annotations
