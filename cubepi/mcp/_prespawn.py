@@ -91,6 +91,7 @@ class SparePool:
         # list (and its tools) lets this pool be collected, and its finalizer reap the spares.
         self._endpoint = dataclasses.replace(endpoint, resources=None)
         self._home: Home | None = None
+        self._candidate: Home | None = None  # a loop that called while the home was gone
         self._spare: _Spare | None = None
         self._live: set[_Spare] = set()  # every spare whose owner has not finished
         self._finalizer: weakref.finalize[Any, Any] | None = None
@@ -103,13 +104,16 @@ class SparePool:
 
     def start(self) -> None:
         """Start a spare now if none waits (called in the home loop, or makes the current loop the home)."""
-        if self.closed or not self.armed or self._spare is not None:
+        if self.closed or not self.armed:
             return
         if self._home is None or not self._home.is_alive():
+            self._spare = None  # a spare of an ended loop ended with it
             self._home = current_home()
             if self._home is None:
                 return
             self._rearm()
+        if self._spare is not None:
+            return
         if not self._home.is_current():
             return
         spare = _Spare()
@@ -142,7 +146,15 @@ class SparePool:
         home = self._home
         if home is None or not home.is_current():
             if home is None or not home.is_alive():
-                self.start()  # a new home: this call goes without, the next one finds a spare
+                # The home loop has ended. A loop that calls twice becomes the new home (its next call
+                # finds a spare); one that calls once (``execute_sync`` runs a loop per call) does not,
+                # or every such call would start a spare only to see it killed with its loop.
+                candidate = self._candidate
+                if candidate is not None and candidate.is_current():
+                    self._candidate = None
+                    self.start()
+                else:
+                    self._candidate = current_home()
             return NO_SPARE
         spare = self._spare
         if spare is None:

@@ -5,6 +5,7 @@ Behaviour only (what is built, reused, spawned and reaped), never timings: bench
 
 from __future__ import annotations
 
+import functools
 import gc
 import subprocess
 import sys
@@ -362,3 +363,28 @@ async def _gather(calls: list[Any]) -> list[Any]:
         for i, call in enumerate(calls):
             group.start_soon(run, i, call)
     return results
+
+
+def test_prespawn_list_used_from_later_loops(counter_script: Path) -> None:
+    """Loaded in a loop since ended: execute_sync starts no spare; a loop that calls twice gets one."""
+    tools = anyio.run(functools.partial(load_mcp_tools, counter_server(counter_script), prespawn=True))
+    whoami = tools[0]
+    before = children()
+    for _ in range(2):
+        assert whoami.execute_sync({}).text.split()[1] == "1"
+    assert tools._resources is not None and tools._resources.spares is not None
+    spawned = tools._resources.spares.spawned
+
+    async def later() -> list[str]:
+        replies = [(await whoami.execute({})).text for _ in range(2)]  # the second call starts a spare
+        assert tools._resources is not None and tools._resources.spares is not None
+        assert await tools._resources.spares.wait_ready()
+        replies.append((await whoami.execute({})).text)
+        await tools.aclose()
+        return replies
+
+    assert spawned == 1  # only the one started at load; execute_sync's loops started none
+    replies = anyio.run(later)
+    assert all(text.split()[1] == "1" for text in replies)
+    assert len({text.split()[0] for text in replies}) == 3
+    assert children() <= before
