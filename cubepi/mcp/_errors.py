@@ -7,6 +7,9 @@ turns it into an `MCPError` naming the phase, the tool and the server, chained t
 
 from __future__ import annotations
 
+import copy
+import re
+from collections.abc import Iterable
 from typing import Any
 
 import anyio
@@ -125,8 +128,12 @@ def translate(
     tool_name: str | None = None,
     stderr: str | None = None,
     note: str | None = None,
+    exit_code: int | None = None,
 ) -> BaseException:
-    """The exception to raise in place of `exc`: its root cause as an `MCPError` (cubepi errors as-is)."""
+    """The exception to raise in place of `exc`: its root cause as an `MCPError` (cubepi errors as-is).
+
+    `exit_code` (a stdio server's, once it has ended) is told when the connection was lost.
+    """
     root = root_cause(exc)
     if isinstance(root, CubepiError):
         if isinstance(root, MCPError):
@@ -145,14 +152,59 @@ def translate(
     else:
         action = f"{what} {server}"
     context = f" ({note})" if note else ""
+    failure = describe_failure(root)
+    if exit_code is not None and _is_connection_lost(root):
+        ended = f"exited with code {exit_code}" if exit_code >= 0 else f"killed by signal {-exit_code}"
+        failure += f" ({ended})"
     error = MCPError(
-        f"{action} failed{context}: {describe_failure(root)}",
+        f"{action} failed{context}: {failure}",
         tool_name=tool_name,
         server=server,
         stderr=stderr,
     )
-    error.__cause__ = root
+    error.__cause__ = _without_url_queries(root)
     return error
+
+
+def _is_connection_lost(exc: BaseException) -> bool:
+    if is_transport_mcp_error(exc) and _mcp_error_code(exc) == _CONNECTION_CLOSED:
+        return True
+    return isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream))
+
+
+_URL_QUERY = re.compile(r"(https?://[^\s?#'\"<>]*)\?[^\s#'\"<>]*")
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """`text` with each of `secrets` (values of a stdio server's `env`) replaced by ``***``."""
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        if len(secret) >= MIN_SECRET_LENGTH:
+            text = text.replace(secret, "***")
+    return text
+
+
+# Shorter env values (``1``, ``yes``, ``info``) are settings, not secrets, and would garble the text.
+MIN_SECRET_LENGTH = 6
+
+
+def _without_url_queries(exc: BaseException) -> BaseException:
+    """`exc`, or a copy of it whose message shows URLs without their query string (where tokens go).
+
+    httpx puts the full request URL in its messages; the error cubepi raises chains this exception, and a
+    traceback prints it.
+    """
+    text = str(exc)
+    if not _URL_QUERY.search(text):
+        return exc
+    try:
+        clone = copy.copy(exc)
+        clone.args = (_URL_QUERY.sub(r"\1?…", text),)
+    except Exception:  # an exception type that cannot be copied: keep the chain, drop this link
+        return RuntimeError(_URL_QUERY.sub(r"\1?…", text))
+    clone.__traceback__ = exc.__traceback__
+    clone.__cause__ = None
+    clone.__suppress_context__ = True
+    return clone
 
 
 def reraise(exc: BaseException) -> Any:

@@ -27,9 +27,6 @@ ECHO = {
 }
 
 
-INIT_BUG = pytest.mark.xfail(strict=True, reason="bug: cancelling during initialize waits for its timeout")
-
-
 def received(record: Path) -> list[dict[str, Any]]:
     if not record.exists():
         return []
@@ -82,7 +79,7 @@ async def assert_cancelled_cleanly(
 @pytest.mark.parametrize(
     ("mode", "method"),
     [
-        pytest.param("hang_init", "initialize", marks=INIT_BUG),
+        ("hang_init", "initialize"),
         ("hang_list", "tools/list"),
     ],
 )
@@ -95,7 +92,6 @@ async def test_cancel_while_loading(tmp_path: Path, mode: str, method: str) -> N
     )
 
 
-@pytest.mark.xfail(strict=True, reason="bug: cancelling during initialize waits for the initialize timeout")
 async def test_cancel_execute_while_the_process_starts(tmp_path: Path) -> None:
     leaks = Leaks()
     tool = make_mcp_agent_tool(ECHO, stdio_server("slow_start", "--size", "30"), timeout=5, startup_timeout=5)
@@ -108,7 +104,7 @@ async def test_cancel_execute_while_the_process_starts(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("mode", "method"),
     [
-        pytest.param("hang_init", "initialize", marks=INIT_BUG),
+        ("hang_init", "initialize"),
         ("hang_call", "tools/call"),
     ],
 )
@@ -138,7 +134,6 @@ async def test_cancel_execute_of_a_server_that_ignores_stdin(tmp_path: Path) -> 
     )
 
 
-@INIT_BUG
 async def test_cancel_while_loading_over_http(http_faults: HttpFaults) -> None:
     leaks = Leaks()
     http_faults.clear()

@@ -56,7 +56,6 @@ async def test_env_values_stay_out_of_reprs_logs_and_errors(caplog: pytest.LogCa
     await leaks.check()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: an env value the server prints on stderr is shown in the error")
 async def test_env_values_the_server_prints_are_redacted_from_the_stderr_tail() -> None:
     server = stdio_server("exit", "--print-env", "API_TOKEN", env={"API_TOKEN": CANARY})
     with pytest.raises(MCPError) as caught:
@@ -87,9 +86,6 @@ async def test_header_and_auth_values_stay_out_of_reprs_logs_and_errors(
     await leaks.check()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="bug: the chained httpx error (__cause__) shows the URL's query string"
-)
 async def test_a_token_in_the_url_query_stays_out_of_reprs_and_errors(http_faults: HttpFaults) -> None:
     server = HttpServer(http_faults.url(f"/status/403?api_key={CANARY}"))
     assert CANARY not in repr(server) and CANARY not in server.describe()

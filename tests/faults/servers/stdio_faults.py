@@ -147,16 +147,16 @@ def call(request_id: object, params: dict[str, object]) -> None:
 
 
 def main() -> None:
+    if option("--print-env"):
+        name = option("--print-env") or ""
+        sys.stderr.write(f"stdio_faults: using {name}={os.environ.get(name)}\n")
+        sys.stderr.flush()
     if MODE == "exit":
         sys.stderr.write("stdio_faults: starting\nstdio_faults: FATAL cannot open config\n")
         sys.stderr.flush()
         sys.exit(3)
     if FLOOD_MB:
         flood()
-    if option("--print-env"):
-        name = option("--print-env") or ""
-        sys.stderr.write(f"stdio_faults: using {name}={os.environ.get(name)}\n")
-        sys.stderr.flush()
     if MODE == "slow_start":
         time.sleep(SIZE_MB)
     record = open(RECORD, "a", encoding="utf-8") if RECORD else None  # noqa: SIM115

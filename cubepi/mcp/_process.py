@@ -1,0 +1,153 @@
+"""The stdio server's process, as the MCP SDK spawns it: its exit code for errors, its stdout line-aligned.
+
+Two things the SDK's `stdio_client` keeps to itself are needed by cubepi:
+
+- the exit code of a server that died, for the error message (``exited with code 3``);
+- a linear read of long lines: the SDK's reader joins every chunk it reads to the unfinished line before it
+  (``buffer + chunk``), which is quadratic in the length of a line, so a 50 MB result took minutes. Handing
+  it chunks that end at a newline makes every join trivial.
+
+cubepi wraps the SDK's process factory (``mcp.client.stdio._create_platform_compatible_process``) once. The
+wrapper acts only inside `track_process()` (a context variable set around cubepi's own `stdio_client`), so
+any other use of the SDK in the same program is untouched; if a future SDK renames the factory, nothing
+is wrapped and cubepi simply reports no exit code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream, Process
+
+__all__ = ["ProcessInfo", "install", "track_process"]
+
+
+class ProcessInfo:
+    """What cubepi learns of one spawned stdio server: its pid and, once it has ended, its exit code."""
+
+    def __init__(self) -> None:
+        self.process: Process | None = None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode if self.process is not None else None
+
+
+_CURRENT: contextvars.ContextVar[ProcessInfo | None] = contextvars.ContextVar(
+    "cubepi_mcp_stdio_process", default=None
+)
+
+
+@contextlib.contextmanager
+def track_process(info: ProcessInfo) -> Iterator[ProcessInfo]:
+    """Within this block, a stdio server the SDK spawns (in this task) is recorded in `info`."""
+    install()
+    token = _CURRENT.set(info)
+    try:
+        yield info
+    finally:
+        _CURRENT.reset(token)
+
+
+class _LineAligned(ByteReceiveStream):
+    """A byte stream whose chunks end at a newline (or at the end of the stream)."""
+
+    def __init__(self, inner: ByteReceiveStream) -> None:
+        self._inner = inner
+        self._rest = b""  # never holds a newline: bytes after the last one of the previous chunk
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        parts: list[bytes] = [self._rest] if self._rest else []
+        self._rest = b""
+        while True:
+            try:
+                chunk = await self._inner.receive(max_bytes)
+            except anyio.EndOfStream:
+                if parts:
+                    return b"".join(parts)
+                raise
+            cut = chunk.rfind(b"\n")
+            if cut == -1:
+                parts.append(chunk)
+                continue
+            parts.append(chunk[: cut + 1])
+            self._rest = chunk[cut + 1 :]
+            return b"".join(parts)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _TrackedProcess(Process):
+    """The SDK's process with a line-aligned stdout; everything else is the process itself."""
+
+    def __init__(self, inner: Process) -> None:
+        self._inner = inner
+        self._stdout = _LineAligned(inner.stdout) if inner.stdout is not None else None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def wait(self) -> int:
+        return await self._inner.wait()
+
+    def terminate(self) -> None:
+        self._inner.terminate()
+
+    def kill(self) -> None:
+        self._inner.kill()
+
+    def send_signal(self, signal: Any) -> None:
+        self._inner.send_signal(signal)
+
+    @property
+    def pid(self) -> int:
+        return self._inner.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._inner.returncode
+
+    @property
+    def stdin(self) -> ByteSendStream | None:
+        return self._inner.stdin
+
+    @property
+    def stdout(self) -> ByteReceiveStream | None:
+        return self._stdout
+
+    @property
+    def stderr(self) -> ByteReceiveStream | None:
+        return self._inner.stderr
+
+
+_installed = False
+
+
+def install() -> None:
+    """Wrap the SDK's process factory (once; a no-op if the SDK has no such factory)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    import mcp.client.stdio as sdk_stdio
+
+    original = getattr(sdk_stdio, "_create_platform_compatible_process", None)
+    if original is None or sys.platform == "win32":
+        return
+
+    async def create(*args: Any, **kwargs: Any) -> Any:
+        process = await original(*args, **kwargs)
+        info = _CURRENT.get()
+        if info is None or not isinstance(process, Process):
+            return process
+        tracked = _TrackedProcess(process)
+        info.process = tracked
+        return tracked
+
+    sdk_stdio._create_platform_compatible_process = create
