@@ -14,14 +14,18 @@ raises `UserError` naming ``pip install "cubepi[mcp]"``.
 from __future__ import annotations
 
 from ..errors import MCPError, MCPTimeoutError
+from ._connection import MCPConnection
 from ._content import render_mcp_content
 from ._loader import load_mcp_tools, load_mcp_tools_http, load_mcp_tools_stdio
-from ._servers import HttpServer, StdioServer
+from ._output import output_model
+from ._servers import ENV_PASSTHROUGH, HttpServer, StdioServer
 from ._tool import make_mcp_agent_tool
 from ._toollist import MCPToolList
 
 __all__ = [
+    "ENV_PASSTHROUGH",
     "HttpServer",
+    "MCPConnection",
     "MCPError",
     "MCPTimeoutError",
     "MCPToolList",
@@ -30,5 +34,6 @@ __all__ = [
     "load_mcp_tools_http",
     "load_mcp_tools_stdio",
     "make_mcp_agent_tool",
+    "output_model",
     "render_mcp_content",
 ]

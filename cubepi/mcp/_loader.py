@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
-from ._servers import HttpServer, HttpTransport, StdioServer
+from ._connection import MCPConnection
+from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
+from ._servers import Headers, HttpServer, HttpTransport, StderrCallback, StdioServer
 from ._session import Endpoint, Session, Timeouts, run_stateless
-from ._tool import build_tool, stateless_caller, tool_spec
+from ._tool import stateless_caller, tool_spec
 from ._toollist import MCPToolList, guard, prepare_resources
 
 if TYPE_CHECKING:
@@ -20,21 +22,74 @@ __all__ = ["load_mcp_tools", "load_mcp_tools_http", "load_mcp_tools_stdio"]
 
 
 async def load_mcp_tools(
-    server: StdioServer | HttpServer, *, timeout: float | None = 30.0, prespawn: bool = False
+    server: StdioServer | HttpServer | MCPConnection,
+    *,
+    timeout: float | None = 30.0,
+    startup_timeout: float | None = 60.0,
+    max_duration: float | None = None,
+    prespawn: bool = False,
+    prefix: str | None = None,
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+    retries: RetrySetting = 0,
+    max_output_chars: int | None = None,
+    result_renderer: ResultRenderer | None = None,
+    needs_approval: ApprovalSetting = False,
+    max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
 ) -> MCPToolList:
     """Connect to `server`, list its tools (following pagination), disconnect; one `AgentTool` per tool.
 
-    Each tool's `execute` opens a fresh session (a new process for stdio), calls, and closes it. `timeout`
-    bounds each phase, initialize, list and call, in seconds (None: no limit); exceeding it raises
-    `MCPTimeoutError` naming the phase. For an ``"auto"`` HTTP server, the transport found while loading is
-    the one the tools use.
+    Each tool's `execute` opens a fresh session (a new process for stdio), calls, and closes it. Limits, in
+    seconds (None: no limit), raise `MCPTimeoutError` naming the phase when exceeded:
+
+    - `startup_timeout` (default 60): starting the server / connecting, plus ``initialize`` (a cold
+      ``npx -y`` or ``uvx`` start downloads packages first);
+    - `timeout` (default 30): listing the tools, and a call that hears nothing from the server: each
+      progress notification pushes the call's deadline back by `timeout`;
+    - `max_duration` (default None): the hard bound of a call, progress or not.
+
+    A call that times out or is cancelled sends ``notifications/cancelled`` to the server before the
+    session closes. For an ``"auto"`` HTTP server, the transport found while loading is the one the tools
+    use.
 
     The list's calls share one HTTP client; ``prespawn=True`` (stdio) keeps one spare server started and
     initialized for the next call. `aclose()` (or ``async with``) releases both; closing is optional.
+
+    `server` may also be a live connection (``async with server.connect() as conn:``): the tools then call
+    over it, never close it, and raise `UserError` once its block has ended.
+
+    Policies (see docs/policies.md): `prefix` (``"web"`` names tools ``web__fetch``; the server still gets
+    ``fetch``), `include` / `exclude` (the server's tool names), `retries` (transport failures only, never
+    ``isError``; an int applies to tools annotated ``readOnlyHint`` or ``idempotentHint``, a dict
+    ``{name: count}`` to the tools it names, a function ``(name, annotations) -> count`` to each tool; a
+    retried call can run twice on the server), `max_output_chars` (text cut, with a marker saying how much),
+    `result_renderer` (the raw ``CallToolResult`` -> an `AgentToolResult`, content blocks or a str),
+    `needs_approval` (True, a predicate on the arguments, or ``"destructive"``: tools not annotated
+    read-only or non-destructive) and `max_concurrency` (stateless calls of this list in flight at once,
+    default 8; None: no limit).
     """
+    policies = Policies.create(
+        prefix=prefix,
+        include=include,
+        exclude=exclude,
+        retries=retries,
+        max_output_chars=max_output_chars,
+        result_renderer=result_renderer,
+        needs_approval=needs_approval,
+        max_concurrency=max_concurrency,
+    )
+    if isinstance(server, MCPConnection):
+        if prespawn:
+            raise UserError("prespawn=True applies to stateless stdio tools, not to a live connection")
+        return await _load_from_connection(
+            server, policies, Timeouts.from_options(timeout, startup_timeout, max_duration), max_concurrency
+        )
     if not isinstance(server, (StdioServer, HttpServer)):
-        raise UserError(f"load_mcp_tools takes a StdioServer or an HttpServer, got {type(server).__name__}")
-    endpoint = Endpoint(server, Timeouts.uniform(timeout))
+        raise UserError(
+            "load_mcp_tools takes a StdioServer, an HttpServer or a connection (server.connect()), "
+            f"got {type(server).__name__}"
+        )
+    endpoint = Endpoint(server, Timeouts.from_options(timeout, startup_timeout, max_duration))
 
     async def work(session: Session) -> list[mcp_types.Tool]:
         return await session.list_tools()
@@ -43,9 +98,25 @@ async def load_mcp_tools(
     listed = await guard(resources, run_stateless(endpoint, work))
     call = stateless_caller(endpoint)
     origin = server.describe()
-    return MCPToolList(
-        (build_tool(tool_spec(item), call, origin=origin) for item in listed), resources=resources
+    try:
+        tools = policies.build((tool_spec(item) for item in listed), call, origin=origin)
+    except BaseException:
+        await resources.aclose()
+        raise
+    return MCPToolList(tools, resources=resources)
+
+
+async def _load_from_connection(
+    conn: MCPConnection, policies: Policies, timeouts: Timeouts, max_concurrency: int | None
+) -> MCPToolList:
+    endpoint = conn.endpoint_for(timeouts)
+    listed = await conn.list_tools(endpoint=endpoint)
+    # On a connection, calls multiplex over one session: only an explicit max_concurrency limits them.
+    limit = max_concurrency is not DEFAULT_MAX_CONCURRENCY
+    tools = policies.build(
+        (tool_spec(item) for item in listed), conn.caller(endpoint), origin=conn.describe(), concurrency=limit
     )
+    return MCPToolList(tools)
 
 
 async def load_mcp_tools_stdio(
@@ -54,33 +125,87 @@ async def load_mcp_tools_stdio(
     *,
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
+    inherit_env: bool = False,
+    on_stderr: StderrCallback | None = None,
     timeout: float | None = 30.0,
+    startup_timeout: float | None = 60.0,
+    max_duration: float | None = None,
     prespawn: bool = False,
+    prefix: str | None = None,
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+    retries: RetrySetting = 0,
+    max_output_chars: int | None = None,
+    result_renderer: ResultRenderer | None = None,
+    needs_approval: ApprovalSetting = False,
+    max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
 ) -> MCPToolList:
     """Load the tools of a stdio MCP server started as ``command args...``.
 
-    The server gets the MCP SDK's safe default environment plus `env`, never the whole parent environment.
+    The server gets the MCP SDK's safe default environment (``PATH``, ``HOME``, ...), the parent's proxy,
+    CA-bundle, locale and ``TMPDIR`` variables (`cubepi.mcp.ENV_PASSTHROUGH`), then `env`; never the whole
+    parent environment unless ``inherit_env=True``. `command` is looked up on that ``PATH`` as a shell
+    would (``npx.cmd`` on Windows). What the server prints on stderr is kept for error messages (the last
+    16 KiB); `on_stderr` also gets it line by line (called from a helper thread; exceptions are logged).
     ``prespawn=True`` keeps one spare server process started and initialized, so a call does not wait
-    for the server to start (each call still gets a process no earlier call used).
+    for the server to start (each call still gets a process no earlier call used). Policies as for
+    `load_mcp_tools`.
     """
     return await load_mcp_tools(
-        StdioServer(command, tuple(args or ()), env=env, cwd=cwd), timeout=timeout, prespawn=prespawn
+        StdioServer(
+            command, tuple(args or ()), env=env, cwd=cwd, inherit_env=inherit_env, on_stderr=on_stderr
+        ),
+        timeout=timeout,
+        startup_timeout=startup_timeout,
+        max_duration=max_duration,
+        prespawn=prespawn,
+        prefix=prefix,
+        include=include,
+        exclude=exclude,
+        retries=retries,
+        max_output_chars=max_output_chars,
+        result_renderer=result_renderer,
+        needs_approval=needs_approval,
+        max_concurrency=max_concurrency,
     )
 
 
 async def load_mcp_tools_http(
     server_url: str,
     *,
-    headers: Mapping[str, str] | None = None,
+    headers: Headers | None = None,
     auth: httpx.Auth | None = None,
     transport: HttpTransport = "auto",
     timeout: float | None = 30.0,
+    startup_timeout: float | None = 60.0,
+    max_duration: float | None = None,
+    prefix: str | None = None,
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+    retries: RetrySetting = 0,
+    max_output_chars: int | None = None,
+    result_renderer: ResultRenderer | None = None,
+    needs_approval: ApprovalSetting = False,
+    max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
 ) -> MCPToolList:
     """Load the tools of an MCP server over HTTP: ``"streamable-http"``, ``"sse"`` or ``"auto"``.
 
     ``"auto"`` tries Streamable HTTP and falls back to SSE when the initialize POST gets a 4xx. `headers`
-    (for example ``{"Authorization": "Bearer ..."}``) and `auth` (any `httpx.Auth`) go on every request.
+    (for example ``{"Authorization": "Bearer ..."}``) and `auth` (any `httpx.Auth`) go on every request;
+    `headers` may be a callable (sync or async) returning fresh headers, called once per connection.
+    Timeouts and policies as for `load_mcp_tools`.
     """
     return await load_mcp_tools(
-        HttpServer(server_url, headers=headers, auth=auth, transport=transport), timeout=timeout
+        HttpServer(server_url, headers=headers, auth=auth, transport=transport),
+        timeout=timeout,
+        startup_timeout=startup_timeout,
+        max_duration=max_duration,
+        prefix=prefix,
+        include=include,
+        exclude=exclude,
+        retries=retries,
+        max_output_chars=max_output_chars,
+        result_renderer=result_renderer,
+        needs_approval=needs_approval,
+        max_concurrency=max_concurrency,
     )

@@ -10,9 +10,12 @@ opens a fresh session, runs `work` on it and closes everything whatever happens,
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import inspect
+import logging
 import math
 import os
+import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -23,6 +26,7 @@ import anyio.lowlevel
 from ..errors import MCPError, MCPTimeoutError, UserError
 from ..tools import ToolUpdate, UpdateCallback
 from . import _errors
+from ._process import ProcessInfo, track_process
 from ._sdk import ensure_sdk
 from ._servers import HttpServer, Server, StdioServer
 from ._stderr import StderrCapture
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["Attempt", "Endpoint", "Session", "Timeouts", "open_session", "run_stateless"]
 
 T = TypeVar("T")
+logger = logging.getLogger("cubepi.mcp")
 Phase = Literal["startup", "initialize", "list", "call", "close"]
 
 # How long teardown of an HTTP session may take once the caller is cancelled (stdio teardown is bounded
@@ -45,27 +50,64 @@ Phase = Literal["startup", "initialize", "list", "call", "close"]
 HTTP_CLOSE_GRACE = 5.0
 
 
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_STARTUP_TIMEOUT = 60.0  # cold `npx -y` / `uvx` starts download packages first
+# How long telling the server `notifications/cancelled` may hold up closing the session.
+CANCEL_NOTICE_GRACE = 1.0
+
+
+def _seconds(name: str, value: float | None) -> float | None:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
+    ):
+        raise UserError(f"{name} must be a positive number of seconds or None, got {value!r}")
+    return None if value is None else float(value)
+
+
 @dataclass(frozen=True)
 class Timeouts:
-    """Limits, in seconds (None: no limit), of each phase of a session."""
+    """Limits, in seconds (None: no limit), of each phase of a session.
 
-    initialize: float | None = 30.0
-    list: float | None = 30.0
-    call: float | None = 30.0
+    `startup` bounds spawning / connecting plus ``initialize``; `list` the whole listing; `call` a
+    ``tools/call`` with no progress: each progress notification the server sends pushes the call's deadline
+    back by `call`, and `max_duration` (None: no bound) caps the call however much progress arrives.
+    """
+
+    startup: float | None = DEFAULT_STARTUP_TIMEOUT
+    list: float | None = DEFAULT_TIMEOUT
+    call: float | None = DEFAULT_TIMEOUT
+    max_duration: float | None = None
+
+    @property
+    def initialize(self) -> float | None:
+        """The limit of the initialize handshake: it is part of `startup`."""
+        return self.startup
 
     @classmethod
     def uniform(cls, timeout: float | None) -> Timeouts:
-        """The same limit for every phase (what the loaders' `timeout` means)."""
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
-        ):
-            raise UserError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
-        value = None if timeout is None else float(timeout)
-        return cls(initialize=value, list=value, call=value)
+        """The same limit for every phase."""
+        value = _seconds("timeout", timeout)
+        return cls(startup=value, list=value, call=value)
+
+    @classmethod
+    def from_options(
+        cls,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        startup_timeout: float | None = DEFAULT_STARTUP_TIMEOUT,
+        max_duration: float | None = None,
+    ) -> Timeouts:
+        """What the loaders' `timeout`, `startup_timeout` and `max_duration` mean (checked here)."""
+        value = _seconds("timeout", timeout)
+        return cls(
+            startup=_seconds("startup_timeout", startup_timeout),
+            list=value,
+            call=value,
+            max_duration=_seconds("max_duration", max_duration),
+        )
 
     def of(self, phase: Phase) -> float | None:
         if phase in ("startup", "initialize"):
-            return self.initialize
+            return self.startup
         if phase == "list":
             return self.list
         if phase == "call":
@@ -99,13 +141,38 @@ class Attempt:
     phase: Phase = "startup"
     stderr: StderrCapture | None = None
     note: str | None = None  # context for the error message, e.g. how the Streamable HTTP attempt failed
+    # The stdio server's process (its exit code for errors) and its `env` values, kept out of the stderr tail.
+    process: ProcessInfo = field(default_factory=ProcessInfo)
+    secrets: tuple[str, ...] = ()
+    # Set when the caller is cancelled while the session is still being opened (see `interrupt`).
+    interrupted: bool = False
+    opening: anyio.CancelScope | None = None
+    # The call under way, and an HTTP failure the SDK only reports to the message handler (see `_on_message`).
+    call_scope: anyio.CancelScope | None = None
+    transport_error: Exception | None = None
 
     async def stderr_tail(self) -> str | None:
         if self.stderr is None:
             return None
         with anyio.CancelScope(shield=True):
             tail = await self.stderr.final_tail()
-        return tail or None
+        return _errors.redact(tail, self.secrets) or None
+
+    @property
+    def exit_code(self) -> int | None:
+        """The stdio server's exit code once it has ended (None: still running, not stdio, unknown)."""
+        return self.process.returncode
+
+    def interrupt(self) -> None:
+        """The caller was cancelled: stop the initialize under way (the transport still closes unhurried)."""
+        self.interrupted = True
+        if self.opening is not None:
+            self.opening.cancel()
+
+
+class Interrupted(Exception):
+    """Raised out of `_open_once` when `Attempt.interrupt` stopped the initialize: the caller's cancellation
+    is delivered in its place once the transport has closed."""
 
 
 class Session:
@@ -148,7 +215,7 @@ class Session:
                 tools.extend(page.tools)
                 cursor = page.nextCursor
                 if not cursor:
-                    return tools
+                    return _usable_tools(tools, self.endpoint.describe())
                 if cursor in seen:
                     raise MCPError(
                         f"listing the tools of {self.endpoint.describe()} failed: the server repeated the "
@@ -162,48 +229,154 @@ class Session:
         self, name: str, arguments: Mapping[str, Any] | None, on_update: UpdateCallback | None = None
     ) -> mcp_types.CallToolResult:
         """`tools/call`. A JSON-RPC error the server sends comes back as an `isError` result; a transport
-        failure raises. The SDK's output-schema check (which re-lists tools) is not run here."""
+        failure raises. The SDK's output-schema check (which re-lists tools) is not run here.
+
+        The call may go `timeouts.call` seconds without hearing from the server: every progress
+        notification pushes the deadline back, up to `timeouts.max_duration` in all. When the deadline
+        passes, or the caller is cancelled, the server is sent ``notifications/cancelled`` for the request
+        before the session closes.
+        """
         from mcp import types
         from mcp.shared.exceptions import McpError
 
         params = types.CallToolRequestParams(name=name, arguments=dict(arguments or {}))
         request = types.ClientRequest(types.CallToolRequest(params=params))
-        progress = _progress_adapter(on_update) if on_update is not None else None
-        with self.phase("call"):
-            try:
-                return await self.client.send_request(
-                    request, types.CallToolResult, progress_callback=progress
-                )
-            except McpError as exc:
-                if _errors.is_transport_mcp_error(exc):
-                    raise
-                return types.CallToolResult(
-                    content=[types.TextContent(type="text", text=f"{exc.error.message}")],
-                    isError=True,
-                    _meta={"jsonrpc_error": exc.error.model_dump(mode="json", exclude_none=True)},
-                )
-        raise AssertionError("unreachable")  # pragma: no cover
+        self.attempt.phase = "call"
+        timeouts = self.endpoint.timeouts
+        idle = math.inf if timeouts.call is None else timeouts.call
+        started = anyio.current_time()
+        hard = math.inf if timeouts.max_duration is None else started + timeouts.max_duration
+        scope = anyio.CancelScope(deadline=min(started + idle, hard))
+        # Always ask for progress (a progressToken): progress is what keeps a long call alive.
+        progress = _progress_relay(scope, idle, hard, on_update)
+        request_id = self.client._request_id  # the id send_request is about to use
+        self.attempt.call_scope = scope
+        try:
+            with scope:
+                try:
+                    return await self.client.send_request(
+                        request, types.CallToolResult, progress_callback=progress
+                    )
+                except McpError as exc:
+                    if _errors.is_transport_mcp_error(exc):
+                        raise
+                    return types.CallToolResult(
+                        content=[types.TextContent(type="text", text=f"{exc.error.message}")],
+                        isError=True,
+                        _meta={"jsonrpc_error": exc.error.model_dump(mode="json", exclude_none=True)},
+                    )
+        except anyio.get_cancelled_exc_class():
+            await self.tell_cancelled(request_id, "the client cancelled the call")
+            raise
+        finally:
+            self.attempt.call_scope = None
+        if self.attempt.transport_error is not None:  # the response was lost (see `_on_message`)
+            raise self.attempt.transport_error
+        # The scope's deadline passed: the call timed out.
+        ran_too_long = scope.deadline >= hard
+        await self.tell_cancelled(
+            request_id, "max_duration exceeded" if ran_too_long else "timed out waiting for the result"
+        )
+        if ran_too_long:
+            assert timeouts.max_duration is not None
+            raise _timeout_error(
+                self.endpoint, self.attempt, "call", timeouts.max_duration, what="max_duration"
+            )
+        assert timeouts.call is not None
+        raise _timeout_error(self.endpoint, self.attempt, "call", timeouts.call)
+
+    async def tell_cancelled(self, request_id: int, reason: str) -> None:
+        """Send ``notifications/cancelled`` for `request_id`; best effort, bounded, never raises."""
+        from mcp import types
+
+        notice = types.ClientNotification(
+            types.CancelledNotification(
+                params=types.CancelledNotificationParams(requestId=request_id, reason=reason)
+            )
+        )
+        with anyio.move_on_after(CANCEL_NOTICE_GRACE, shield=True):
+            with contextlib.suppress(Exception):  # the transport may be gone already
+                await self.client.send_notification(notice)
+                await anyio.sleep(0.01)  # let the transport's writer put it on the wire before closing
 
 
-def _progress_adapter(on_update: UpdateCallback) -> ProgressFnT:
+def _on_message(attempt: Attempt, handler: Any) -> Any:
+    """A `ClientSession` message handler that ends the call under way when the HTTP transport failed.
+
+    The SDK's Streamable HTTP client hands a failed response (a body cut off mid-way: ``RemoteProtocolError``)
+    to the message handler, not to the request waiting for it, which would then wait for its timeout.
+    """
+
+    async def on_message(message: Any) -> None:
+        if (
+            isinstance(message, Exception)
+            and type(message).__module__.startswith(("httpx", "httpcore"))
+            and attempt.call_scope is not None
+        ):
+            attempt.transport_error = message
+            attempt.call_scope.cancel()
+        if handler is not None:
+            await handler(message)
+
+    return on_message
+
+
+def _usable_tools(tools: list[mcp_types.Tool], server: str) -> list[mcp_types.Tool]:
+    """The listed tools a caller can use: one without a name is skipped, and of tools sharing a name the
+    first is kept (a call by that name reaches whichever the server picks), each with a warning on the
+    ``cubepi.mcp`` logger. Names are never rewritten (`AgentTool.api_name` makes them safe for LLM APIs)."""
+    usable: list[mcp_types.Tool] = []
+    names: set[str] = set()
+    for tool in tools:
+        if not tool.name:
+            logger.warning("skipping a tool without a name listed by %s", server)
+        elif tool.name in names:
+            logger.warning(
+                "skipping a second tool named %r listed by %s (keeping the first)", tool.name, server
+            )
+        else:
+            names.add(tool.name)
+            usable.append(tool)
+    return usable
+
+
+def _progress_relay(
+    scope: anyio.CancelScope, idle: float, hard: float, on_update: UpdateCallback | None
+) -> ProgressFnT:
+    """Progress notifications push `scope`'s deadline back by `idle` (never past `hard`), then reach
+    `on_update`."""
+
     async def relay(progress: float, total: float | None, message: str | None) -> None:
-        outcome = on_update(ToolUpdate(progress=progress, total=total, message=message))
-        if inspect.isawaitable(outcome):
-            await outcome
+        if not scope.cancel_called:
+            scope.deadline = min(anyio.current_time() + idle, hard)
+        if on_update is not None:
+            outcome = on_update(ToolUpdate(progress=progress, total=total, message=message))
+            if inspect.isawaitable(outcome):
+                await outcome
 
     return relay
 
 
-def _timeout_error(endpoint: Endpoint, attempt: Attempt, phase: Phase, limit: float) -> MCPTimeoutError:
+def _timeout_error(
+    endpoint: Endpoint, attempt: Attempt, phase: Phase, limit: float, *, what: str = "timeout"
+) -> MCPTimeoutError:
     server = endpoint.describe()
     if phase == "call" and attempt.tool_name:
-        what = f"calling tool {attempt.tool_name!r} on {server}"
+        action = f"calling tool {attempt.tool_name!r} on {server}"
     else:
-        what = {"initialize": "initializing", "list": "listing the tools of", "startup": "starting"}.get(
+        action = {"initialize": "initializing", "list": "listing the tools of", "startup": "starting"}.get(
             phase, phase
         ) + f" {server}"
+    if what == "max_duration":
+        text = f"{action} ran past max_duration={limit:g} s (phase: {phase})"
+    elif phase == "call":
+        text = f"{action} timed out: no result or progress for {limit:g} s (timeout; phase: {phase})"
+    elif phase in ("startup", "initialize"):
+        text = f"{action} timed out after {limit:g} s (startup_timeout; phase: {phase})"
+    else:
+        text = f"{action} timed out after {limit:g} s (timeout; phase: {phase})"
     return MCPTimeoutError(
-        f"{what} timed out after {limit:g} s (phase: {phase})",
+        text,
         phase=phase,
         limit=limit,
         tool_name=attempt.tool_name,
@@ -217,10 +390,42 @@ def _timeout_error(endpoint: Endpoint, attempt: Attempt, phase: Phase, limit: fl
 def _http_client(server: HttpServer) -> httpx.AsyncClient:
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    return create_mcp_http_client(
-        headers=dict(server.headers) if server.headers else None,
-        auth=server.auth,
-    )
+    static = server.headers if isinstance(server.headers, Mapping) else None
+    client = create_mcp_http_client(headers=dict(static) if static else None, auth=server.auth)
+    if callable(server.headers):
+        hooks = client.event_hooks
+        client.event_hooks = {**hooks, "request": [*hooks.get("request", []), _apply_connection_headers]}
+    return client
+
+
+# The headers of the connection being opened when `HttpServer.headers` is a callable: resolved once per
+# connection in `open_session`, applied to each of its requests (the client itself may be shared).
+_CONNECTION_HEADERS: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "cubepi_mcp_connection_headers", default=None
+)
+
+
+async def _apply_connection_headers(request: httpx.Request) -> None:
+    headers = _CONNECTION_HEADERS.get()
+    if headers:
+        request.headers.update(headers)
+
+
+async def _fresh_headers(server: HttpServer) -> dict[str, str] | None:
+    """Call `server.headers` when it is a callable (sync or async); a failure is a readable `MCPError`."""
+    make = server.headers
+    if not callable(make):
+        return None
+    try:
+        value = make()
+        if inspect.isawaitable(value):
+            value = await value
+        return {str(key): str(item) for key, item in dict(value or {}).items()}
+    except Exception as exc:  # never show the value: only what kind of failure it was
+        raise MCPError(
+            f"connecting to {server.describe()} failed: the headers callable raised {type(exc).__name__}",
+            server=server.describe(),
+        ) from exc
 
 
 class _Borrowed:
@@ -234,6 +439,24 @@ class _Borrowed:
 
     async def __aexit__(self, *exc: object) -> None:
         return None
+
+
+async def _drain_after_close(source: Any, sink: Any) -> None:
+    """Relay the stdio transport's messages to the session; once the session has closed, keep reading
+    (and drop) what the server still sends, such as its answer to ``notifications/cancelled``.
+
+    Without it the SDK's stdout reader hits a closed stream while the transport shuts down, and the
+    resulting `BrokenResourceError` both hides the call's real error and cuts the shutdown short. Never
+    raises (its group encloses the transport, whose shutdown must not be cancelled).
+    """
+    try:
+        async with source, sink:  # closed here too: a loop ending mid-shutdown cancels this task
+            async for message in source:
+                # Once the session is gone, drop messages until the transport closes.
+                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await sink.send(message)
+    except Exception:  # the transport closed its end: nothing more to relay
+        pass
 
 
 @contextlib.asynccontextmanager
@@ -252,7 +475,7 @@ async def _open_once(
     # For HTTP, opening the transport (the SSE GET waits for its endpoint event) counts against initialize.
     # The scope encloses the transport so that cancel scopes nest; it is lifted once initialized. For stdio
     # the spawn is immediate, and the transport must close unhurried (graceful shutdown, process group kill).
-    limit = endpoint.timeouts.initialize
+    limit = endpoint.timeouts.startup
     with anyio.CancelScope() as startup:
         if kind != "stdio" and limit is not None:
             startup.deadline = anyio.current_time() + limit
@@ -261,17 +484,26 @@ async def _open_once(
                 from mcp.client.stdio import StdioServerParameters, stdio_client
 
                 assert isinstance(server, StdioServer)
+                env = server.environment()
                 params = StdioServerParameters(
-                    command=server.command,
+                    command=resolve_command(endpoint, env),
                     args=list(server.args),
-                    env=dict(server.env) if server.env is not None else None,
+                    env=env,
                     cwd=os.fspath(server.cwd) if server.cwd is not None else None,
                 )
-                capture = attempt.stderr = StderrCapture()
+                capture = attempt.stderr = StderrCapture(on_line=server.on_stderr)
+                attempt.secrets = tuple((server.env or {}).values())
+                # The drain task's group encloses the transport, so it outlives the transport's shutdown.
+                drains = await stack.enter_async_context(anyio.create_task_group())
                 try:
-                    read, write = await stack.enter_async_context(stdio_client(params, errlog=capture.writer))
+                    with track_process(attempt.process):
+                        raw_read, write = await stack.enter_async_context(
+                            stdio_client(params, errlog=capture.writer)
+                        )
                 finally:
                     capture.close_writer()
+                read_sink, read = anyio.create_memory_object_stream[Any](0)
+                drains.start_soon(_drain_after_close, raw_read, read_sink)
             elif kind == "streamable-http":
                 from mcp.client.streamable_http import streamable_http_client
 
@@ -287,14 +519,55 @@ async def _open_once(
                 read, write = await stack.enter_async_context(
                     sse_client(server.url, httpx_client_factory=lambda **_: borrowed)  # type: ignore[arg-type]
                 )
-            client_session = await stack.enter_async_context(ClientSession(read, write, **session_kwargs))
+            kwargs = dict(session_kwargs)
+            if kind != "stdio":
+                kwargs["message_handler"] = _on_message(attempt, session_kwargs.get("message_handler"))
+            client_session = await stack.enter_async_context(ClientSession(read, write, **kwargs))
             session = Session(client_session, endpoint, attempt)
-            await session.initialize()
+            # The caller's cancellation must reach the initialize (a server may take its time to start),
+            # while the transport around it closes under run_stateless's shield.
+            opening = attempt.opening = anyio.CancelScope()
+            if attempt.interrupted:
+                opening.cancel()
+            with opening:
+                await session.initialize()
+            attempt.opening = None
+            if opening.cancel_called:
+                raise Interrupted()
             startup.deadline = math.inf
             yield session
             attempt.phase = "close"
     if startup.cancelled_caught and limit is not None:
         raise _timeout_error(endpoint, attempt, "initialize", limit)
+
+
+def resolve_command(endpoint: Endpoint, env: Mapping[str, str]) -> str:
+    """The stdio server's command as a shell would find it: on the server's ``PATH`` (``npx`` finds
+    ``npx.cmd`` on Windows), a relative path with a directory part relative to `cwd`. Raises a clear
+    `MCPError` for a missing command or working directory."""
+    server = endpoint.server
+    assert isinstance(server, StdioServer)
+    command = server.command
+    describe = endpoint.describe()
+    if server.cwd is not None and not os.path.isdir(server.cwd):
+        raise MCPError(
+            f"starting {describe} failed: the working directory {os.fspath(server.cwd)!r} does not exist",
+            server=describe,
+        )
+    has_dir = os.sep in command or (os.altsep is not None and os.altsep in command)
+    lookup = command
+    if has_dir and server.cwd is not None and not os.path.isabs(command):
+        lookup = os.path.join(os.fspath(server.cwd), command)
+    found = shutil.which(lookup, path=None if has_dir else env.get("PATH", os.defpath))
+    if found is None:
+        if has_dir:
+            where = "no executable file there"
+        else:
+            where = "not on the PATH the server gets; give its full path or set PATH in env"
+        raise MCPError(
+            f"starting {describe} failed: command not found: {command!r} ({where})", server=describe
+        )
+    return found
 
 
 @contextlib.asynccontextmanager
@@ -317,6 +590,8 @@ async def open_session(
                 _open_once(endpoint, attempt, "stdio", None, session_kwargs)
             )
         else:
+            headers_token = _CONNECTION_HEADERS.set(await _fresh_headers(server))
+            stack.callback(_reset_headers, headers_token)
             lease: contextlib.AbstractAsyncContextManager[httpx.AsyncClient]
             if endpoint.resources is not None:  # the list's shared client (see _toollist)
                 lease = endpoint.resources.http_client(lambda: _http_client(server))
@@ -345,6 +620,11 @@ async def open_session(
                     _open_once(endpoint, attempt, kind, client, session_kwargs)
                 )
         yield session
+
+
+def _reset_headers(token: contextvars.Token[dict[str, str] | None]) -> None:
+    with contextlib.suppress(ValueError):  # exited in another context
+        _CONNECTION_HEADERS.reset(token)
 
 
 async def run_stateless(
@@ -379,6 +659,7 @@ async def run_stateless(
             await anyio.sleep_forever()
         finally:
             body.cancel()
+            attempt.interrupt()
             if grace is not None:
                 shield.deadline = anyio.current_time() + grace
 
@@ -396,15 +677,19 @@ async def run_stateless(
     except BaseException as exc:
         if _errors.is_cancellation(exc):
             raise
-        error = _errors.translate(
-            exc,
-            phase=attempt.phase,
-            server=endpoint.describe(),
-            tool_name=tool_name,
-            stderr=await attempt.stderr_tail(),
-            note=attempt.note,
-        )
-        _errors.reraise(error)
+        if any(isinstance(leaf, Interrupted) for leaf in _errors.leaves(exc)):
+            done = False  # the caller was cancelled while initializing: delivered below
+        else:
+            error = _errors.translate(
+                exc,
+                phase=attempt.phase,
+                server=endpoint.describe(),
+                tool_name=tool_name,
+                stderr=await attempt.stderr_tail(),
+                note=attempt.note,
+                exit_code=attempt.exit_code,
+            )
+            _errors.reraise(error)
     if not done:
         # `work` was interrupted because the caller was cancelled: deliver that cancellation now.
         await anyio.lowlevel.checkpoint()

@@ -9,8 +9,9 @@ from pydantic import BaseModel
 
 from ..errors import UserError
 from ..schema import schema_to_model, to_arguments
-from ..tools import AgentTool, AgentToolResult, UpdateCallback
+from ..tools import AgentTool, AgentToolResult, ApprovalPolicy, UpdateCallback
 from ._content import render_mcp_content
+from ._output import OutputCheck
 from ._servers import HttpServer, StdioServer
 from ._session import Endpoint, Session, Timeouts, run_stateless
 
@@ -49,21 +50,34 @@ def stateless_caller(endpoint: Endpoint) -> ToolCaller:
     return call
 
 
-def build_tool(spec: Mapping[str, Any], call: ToolCaller, *, origin: str | None) -> AgentTool:
-    """The `AgentTool` for one tool definition; its model is built on first use, not here."""
-    name: str = spec["name"]
+def build_tool(
+    spec: Mapping[str, Any],
+    call: ToolCaller,
+    *,
+    origin: str | None,
+    name: str | None = None,
+    render: Callable[[Any], AgentToolResult] = render_mcp_content,
+    needs_approval: ApprovalPolicy = False,
+) -> AgentTool:
+    """The `AgentTool` for one tool definition; its model is built on first use, not here.
+
+    `name` is the tool's name for the model (a prefixed one); the server is always called by its own.
+    """
+    wire_name: str = spec["name"]
+    name = wire_name if name is None else name
     input_schema = spec.get("inputSchema")
     if not isinstance(input_schema, dict):
         input_schema = {"type": "object", "properties": {}}
     annotations = spec.get("annotations")
     output_schema = spec.get("outputSchema")
+    output_check = OutputCheck(wire_name, output_schema if isinstance(output_schema, dict) else None)
 
     def parameters() -> type[BaseModel]:
-        return schema_to_model(input_schema, name=name)
+        return schema_to_model(input_schema, name=wire_name)
 
     async def run(params: BaseModel, on_update: UpdateCallback | None) -> AgentToolResult:
-        raw = await call(name, to_arguments(params), on_update)
-        return render_mcp_content(raw)
+        raw = await call(wire_name, to_arguments(params), on_update)
+        return output_check.apply(raw, render(raw))
 
     return AgentTool(
         name=name,
@@ -73,6 +87,7 @@ def build_tool(spec: Mapping[str, Any], call: ToolCaller, *, origin: str | None)
         input_schema=input_schema,
         annotations=annotations if isinstance(annotations, Mapping) else None,
         output_schema=output_schema if isinstance(output_schema, dict) else None,
+        needs_approval=needs_approval,
         origin=origin,
     )
 
@@ -82,14 +97,17 @@ def make_mcp_agent_tool(
     server: StdioServer | HttpServer,
     *,
     timeout: float | None = 30.0,
+    startup_timeout: float | None = 60.0,
+    max_duration: float | None = None,
 ) -> AgentTool:
     """Wrap one MCP tool definition (as `tools/list` returns it) as an `AgentTool` calling `server`.
 
     Every `execute` opens a fresh session to `server`, calls the tool and closes the session. Use this when
-    you already hold tool definitions; `load_mcp_tools` lists them for you.
+    you already hold tool definitions; `load_mcp_tools` lists them for you. `timeout`, `startup_timeout`
+    and `max_duration` mean what they mean for `load_mcp_tools`.
     """
     if not isinstance(server, (StdioServer, HttpServer)):
         kind = type(server).__name__
         raise UserError(f"make_mcp_agent_tool needs a StdioServer or an HttpServer, got {kind}")
-    endpoint = Endpoint(server, Timeouts.uniform(timeout))
+    endpoint = Endpoint(server, Timeouts.from_options(timeout, startup_timeout, max_duration))
     return build_tool(tool_spec(tool), stateless_caller(endpoint), origin=server.describe())

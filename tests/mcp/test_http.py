@@ -193,7 +193,7 @@ def silent_url() -> Iterator[str]:
 async def test_initialize_timeout_over_http(silent_url: str, transport: str, leaks: LeakChecker) -> None:
     with anyio.fail_after(15):
         with pytest.raises(MCPTimeoutError) as caught:
-            await load_mcp_tools(HttpServer(silent_url, transport=transport), timeout=1)  # type: ignore[arg-type]
+            await load_mcp_tools(HttpServer(silent_url, transport=transport), startup_timeout=1)  # type: ignore[arg-type]
     assert caught.value.phase == "initialize" and caught.value.limit == 1
 
 

@@ -138,7 +138,7 @@ async def test_a_repeated_cursor_ends_the_listing_with_an_error(leaks: LeakCheck
 
 async def test_initialize_timeout_names_the_phase_and_leaves_no_process(leaks: LeakChecker) -> None:
     with pytest.raises(MCPTimeoutError) as caught:
-        await load_mcp_tools(kitchen(KITCHEN_START_DELAY="30"), timeout=1)
+        await load_mcp_tools(kitchen(KITCHEN_START_DELAY="30"), startup_timeout=1)
     error = caught.value
     assert isinstance(error, TimeoutError)
     assert (error.phase, error.limit) == ("initialize", 1.0)
