@@ -292,7 +292,8 @@ class MCPConnection:
                 raise
             hint = "the connection was lost" if _is_lost(exc) else None
             if not self.auto_reconnect and _is_transport(exc):
-                hint = (hint + "; " if hint else "") + "connect(auto_reconnect=True) reopens a dead connection"
+                advice = "connect(auto_reconnect=True) reopens a dead connection"
+                hint = f"{hint}; {advice}" if hint else advice
             error = _errors.translate(
                 exc,
                 phase=phase,

@@ -86,7 +86,7 @@ async def load_mcp_tools(
         )
     if not isinstance(server, (StdioServer, HttpServer)):
         raise UserError(
-            "load_mcp_tools takes a StdioServer, an HttpServer or a connection (server.connect()), "
+            "load_mcp_tools takes a StdioServer or an HttpServer (or a connection from server.connect()), "
             f"got {type(server).__name__}"
         )
     endpoint = Endpoint(server, Timeouts.from_options(timeout, startup_timeout, max_duration))
