@@ -7,7 +7,7 @@ import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
@@ -60,8 +60,44 @@ HttpTransport: TypeAlias = Literal["auto", "streamable-http", "sse"]
 _TRANSPORTS = ("auto", "streamable-http", "sse")
 
 
+class _Connectable:
+    """`connect()`, shared by both server configurations."""
+
+    def connect(
+        self,
+        *,
+        timeout: float | None = 30.0,
+        startup_timeout: float | None = 60.0,
+        auto_reconnect: bool = False,
+        logging_callback: LoggingFnT | None = None,
+        sampling_callback: SamplingFnT | None = None,
+        elicitation_callback: ElicitationFnT | None = None,
+        message_handler: MessageHandlerFnT | None = None,
+        list_roots_callback: ListRootsFnT | None = None,
+    ) -> MCPConnection:
+        """A persistent connection for ``async with server.connect() as conn:`` (see docs/connections.md).
+
+        `startup_timeout` bounds starting and initialize, `timeout` the listing. ``auto_reconnect=True``
+        reopens a dead connection and sends the failed call once more (at-least-once). The callbacks go
+        to the SDK's `ClientSession`.
+        """
+        from ._connection import MCPConnection
+
+        return MCPConnection(
+            cast("StdioServer | HttpServer", self),
+            timeout=timeout,
+            startup_timeout=startup_timeout,
+            auto_reconnect=auto_reconnect,
+            logging_callback=logging_callback,
+            sampling_callback=sampling_callback,
+            elicitation_callback=elicitation_callback,
+            message_handler=message_handler,
+            list_roots_callback=list_roots_callback,
+        )
+
+
 @dataclass(frozen=True, repr=False)
-class StdioServer:
+class StdioServer(_Connectable):
     """An MCP server started as a subprocess and spoken to over stdin/stdout.
 
     The process gets the MCP SDK's safe default environment (``PATH``, ``HOME``, ...), the parent's
@@ -115,38 +151,6 @@ class StdioServer:
             text = text[:157] + "..."
         return f"stdio server `{text}`"
 
-    def connect(
-        self,
-        *,
-        timeout: float | None = 30.0,
-        startup_timeout: float | None = 60.0,
-        auto_reconnect: bool = False,
-        logging_callback: LoggingFnT | None = None,
-        sampling_callback: SamplingFnT | None = None,
-        elicitation_callback: ElicitationFnT | None = None,
-        message_handler: MessageHandlerFnT | None = None,
-        list_roots_callback: ListRootsFnT | None = None,
-    ) -> MCPConnection:
-        """A persistent connection for ``async with server.connect() as conn:`` (see docs/connections.md).
-
-        `startup_timeout` bounds starting and initialize, `timeout` the listing. ``auto_reconnect=True``
-        reopens a dead connection and sends the failed call once more (at-least-once). The callbacks go
-        to the SDK's `ClientSession`.
-        """
-        from ._connection import MCPConnection
-
-        return MCPConnection(
-            self,
-            timeout=timeout,
-            startup_timeout=startup_timeout,
-            auto_reconnect=auto_reconnect,
-            logging_callback=logging_callback,
-            sampling_callback=sampling_callback,
-            elicitation_callback=elicitation_callback,
-            message_handler=message_handler,
-            list_roots_callback=list_roots_callback,
-        )
-
     def __repr__(self) -> str:
         env = f", env=<{len(self.env)} vars: {', '.join(sorted(self.env))}>" if self.env else ""
         cwd = f", cwd={os.fspath(self.cwd)!r}" if self.cwd is not None else ""
@@ -155,7 +159,7 @@ class StdioServer:
 
 
 @dataclass(frozen=True, repr=False)
-class HttpServer:
+class HttpServer(_Connectable):
     """An MCP server reached over HTTP: Streamable HTTP, the older SSE transport, or ``"auto"``.
 
     ``"auto"`` tries Streamable HTTP first and falls back to SSE when the server answers the initialize
@@ -181,38 +185,6 @@ class HttpServer:
     def describe(self) -> str:
         """A secret-free one-line description (no header values, no query string, no user info)."""
         return f"http server {_safe_url(self.url)}"
-
-    def connect(
-        self,
-        *,
-        timeout: float | None = 30.0,
-        startup_timeout: float | None = 60.0,
-        auto_reconnect: bool = False,
-        logging_callback: LoggingFnT | None = None,
-        sampling_callback: SamplingFnT | None = None,
-        elicitation_callback: ElicitationFnT | None = None,
-        message_handler: MessageHandlerFnT | None = None,
-        list_roots_callback: ListRootsFnT | None = None,
-    ) -> MCPConnection:
-        """A persistent connection for ``async with server.connect() as conn:`` (see docs/connections.md).
-
-        `startup_timeout` bounds starting and initialize, `timeout` the listing. ``auto_reconnect=True``
-        reopens a dead connection and sends the failed call once more (at-least-once). The callbacks go
-        to the SDK's `ClientSession`.
-        """
-        from ._connection import MCPConnection
-
-        return MCPConnection(
-            self,
-            timeout=timeout,
-            startup_timeout=startup_timeout,
-            auto_reconnect=auto_reconnect,
-            logging_callback=logging_callback,
-            sampling_callback=sampling_callback,
-            elicitation_callback=elicitation_callback,
-            message_handler=message_handler,
-            list_roots_callback=list_roots_callback,
-        )
 
     def __repr__(self) -> str:
         if callable(self.headers):
