@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UserError
 from ..tools import Content, ImageContent, TextContent
-from ._base import ProviderRequest, import_sdk
+from ._base import ProviderRequest, sdk_client
 from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
 
 if TYPE_CHECKING:
@@ -34,13 +33,14 @@ class AnthropicProvider:
         base_url: str | None = None,
         client: AsyncAnthropic | None = None,
     ) -> None:
-        if client is not None:
-            if api_key is not None or base_url is not None:
-                raise UserError("give AnthropicProvider either client=... or api_key/base_url, not both")
-            self._client: Any = client
-        else:
-            sdk = import_sdk("anthropic", "anthropic")
-            self._client = sdk.AsyncAnthropic(api_key=api_key, base_url=base_url)
+        self._client: Any = sdk_client(
+            "AnthropicProvider",
+            "anthropic",
+            "AsyncAnthropic",
+            api_key=api_key,
+            base_url=base_url,
+            client=client,
+        )
 
     def __repr__(self) -> str:
         return "AnthropicProvider()"

@@ -5,8 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import UserError
 from ..tools import AgentTool
@@ -53,11 +52,21 @@ class Provider(Protocol):
         ...
 
 
-def import_sdk(module: str, extra: str) -> ModuleType:
-    """Import an optional SDK, or raise `UserError` naming the extra that installs it."""
+def sdk_client(
+    owner: str, module: str, client_class: str, *, api_key: str | None, base_url: str | None, client: Any
+) -> Any:
+    """The SDK client a provider sends through: `client` as given, or one built from `api_key`/`base_url`.
+
+    Giving both forms is a `UserError`; a missing SDK raises `UserError` naming the extra that installs it.
+    """
+    if client is not None:
+        if api_key is not None or base_url is not None:
+            raise UserError(f"give {owner} either client=... or api_key/base_url, not both")
+        return client
     try:
-        return importlib.import_module(module)
+        sdk = importlib.import_module(module)
     except ImportError as exc:
         raise UserError(
-            f'the {module!r} package is needed for this provider: pip install "cubepi[{extra}]"'
+            f'the {module!r} package is needed for this provider: pip install "cubepi[{module}]"'
         ) from exc
+    return getattr(sdk, client_class)(api_key=api_key, base_url=base_url)

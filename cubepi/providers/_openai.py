@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..tools import Content, ImageContent, TextContent
-from ._base import ProviderRequest, import_sdk
+from ._base import ProviderRequest, sdk_client
 from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
 
 if TYPE_CHECKING:
@@ -51,13 +51,9 @@ class OpenAIProvider:
         *,
         strict: bool = False,
     ) -> None:
-        if client is not None:
-            if api_key is not None or base_url is not None:
-                raise UserError("give OpenAIProvider either client=... or api_key/base_url, not both")
-            self._client: Any = client
-        else:
-            sdk = import_sdk("openai", "openai")
-            self._client = sdk.AsyncOpenAI(api_key=api_key, base_url=base_url)
+        self._client: Any = sdk_client(
+            "OpenAIProvider", "openai", "AsyncOpenAI", api_key=api_key, base_url=base_url, client=client
+        )
         self.strict = strict
 
     def __repr__(self) -> str:
