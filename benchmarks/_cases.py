@@ -1,6 +1,7 @@
-"""Bench cases beyond the raw SDK's fresh session: cubepi prespawn and persistent, raw SDK persistent and
-pre-initialized, langchain-mcp-adapters. Each returns a `Case` for `calls.measure`, or None when its
-package (or cubepi feature) is missing, so the table says what was not measured instead of failing.
+"""Bench cases beyond the raw SDK's fresh session: cubepi prespawn and persistent, raw SDK persistent,
+pre-initialized and the HTTP protocol floor, langchain-mcp-adapters. Each returns a `Case` for
+`calls.measure`, or None when its package (or cubepi feature) is missing, so the table says what was not
+measured instead of failing.
 """
 
 from __future__ import annotations
@@ -43,9 +44,10 @@ async def raw_persistent(stack: contextlib.AsyncExitStack, streams: Any) -> Case
     return Case(call)
 
 
-def raw_preinitialized(open_streams: Callable[[], Any]) -> Case:
+def raw_preinitialized(open_streams: Callable[[], Any], *, listed: bool = False) -> Case:
     """A fresh raw SDK session initialized before the clock starts: the floor of a prespawned call
-    (the server's first ``tools/call`` in a new process, which is slower than on a warm one)."""
+    (the server's first ``tools/call`` in a new process, which is slower than on a warm one).
+    `listed`: the session has also listed the tools once, as a cubepi spare has."""
     stack = contextlib.AsyncExitStack()
     holder: dict[str, ClientSession] = {}
 
@@ -53,11 +55,40 @@ def raw_preinitialized(open_streams: Callable[[], Any]) -> Case:
         read, write = await stack.enter_async_context(open_streams())
         holder["session"] = await stack.enter_async_context(ClientSession(read, write))
         await holder["session"].initialize()
+        if listed:
+            await holder["session"].list_tools()
 
     async def call() -> Any:
         return await holder["session"].send_request(echo_request(), types.CallToolResult)
 
     return Case(call, before, stack.aclose)
+
+
+async def raw_protocol_floor(stack: contextlib.AsyncExitStack, url: str) -> Case:
+    """What a stateless Streamable HTTP call cannot do without: a fresh session's ``initialize``, its
+    ``notifications/initialized`` and one ``tools/call``, on one HTTP client kept for the run, with no
+    GET stream and no DELETE timed (the session is left to the server to expire)."""
+    import httpx
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    class NoGetStream(Exception):
+        pass
+
+    async def refuse_get(request: httpx.Request) -> None:
+        if request.method == "GET":
+            raise NoGetStream()
+
+    client = await stack.enter_async_context(create_mcp_http_client())
+    client.event_hooks["request"].append(refuse_get)
+
+    async def call() -> Any:
+        transport = streamable_http_client(url, http_client=client, terminate_on_close=False)
+        async with transport as (read, write, _), ClientSession(read, write) as session:
+            await session.initialize()
+            return await session.send_request(echo_request(), types.CallToolResult)
+
+    return Case(call)
 
 
 def cubepi_prespawn(tools: Any, *, spaced: bool) -> Case:

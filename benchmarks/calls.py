@@ -15,7 +15,10 @@ Cases (a case whose package or feature is missing is left out of the table):
   session the SDK's ``call_tool`` also sends ``tools/list`` (to validate structured output), one round
   trip more than cubepi; ``same work``: ``initialize`` + one ``tools/call`` request, exactly what cubepi
   does; ``pre-initialized``: a fresh session initialized before the clock starts, so only its first
-  ``tools/call`` is timed (the floor of a prespawned call); ``persistent``: one session for the run;
+  ``tools/call`` is timed (the floor of a prespawned call); ``pre-initialized and listed``: the same
+  after one ``tools/list``, as a cubepi spare does; ``persistent``: one session for the run; ``protocol
+  floor`` (Streamable HTTP): what a stateless call cannot skip, ``initialize``, the initialized
+  notification and ``tools/call`` on one HTTP client kept for the run, with no GET stream and no DELETE;
 - ``langchain-mcp-adapters``: its tools loaded from a connection config (a new session per call).
 
 Cases run interleaved, in a shuffled order each round (seeded), so that load on the machine hits them
@@ -163,6 +166,9 @@ async def stdio_cases(
         "raw SDK, pre-initialized fresh session": _cases.raw_preinitialized(
             lambda: stdio_client(params, errlog=devnull)
         ),
+        "raw SDK, pre-initialized and listed fresh session": _cases.raw_preinitialized(
+            lambda: stdio_client(params, errlog=devnull), listed=True
+        ),
         "raw SDK, persistent session": await _cases.raw_persistent(
             stack, stdio_client(params, errlog=devnull)
         ),
@@ -188,6 +194,8 @@ async def http_cases(
         "raw SDK, fresh session, same work": raw_call(kind, url, devnull, same_work=True),
         "raw SDK, persistent session": await _cases.raw_persistent(stack, _http_streams(kind, url)),
     }
+    if kind == "streamable-http":
+        cases["raw SDK, protocol floor"] = await _cases.raw_protocol_floor(stack, url)
     persistent = await _cases.cubepi_persistent(stack, server)
     if persistent is not None:
         cases["cubepi persistent"] = persistent
@@ -211,6 +219,12 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=15, help="stdio calls per case (default 15)")
     parser.add_argument("--http-runs", type=int, default=60, help="HTTP calls per case (default 60)")
     parser.add_argument("--load-runs", type=int, default=10, help="catalog loads per case (default 10)")
+    parser.add_argument(
+        "--only",
+        choices=["stdio", "load", "http"],
+        action="append",
+        help="run only these groups of rows (repeatable; default: all)",
+    )
     options = parser.parse_args()
     if not EVERYTHING.exists():
         sys.exit("install the test servers first: npm ci --prefix tests")
@@ -222,14 +236,15 @@ async def main() -> None:
         ("stdio, server-everything (node)", str(EVERYTHING), ["stdio"]),
         ("stdio, kitchen.py (Python FastMCP)", PYTHON, [str(KITCHEN)]),
     ]
-    for label, command, args in stdio_servers:
+    groups = set(options.only or ["stdio", "load", "http"])
+    for label, command, args in stdio_servers if "stdio" in groups else []:
         with quiet_stderr():
             async with contextlib.AsyncExitStack() as stack:
                 timings = await measure(await stdio_cases(stack, command, args, devnull), options.runs)
         rows += table(label, timings)
         print("\n".join(table(label, timings)), flush=True)
 
-    if options.load_runs:
+    if options.load_runs and "load" in groups:
         label = "stdio, 100-tool catalog: loading"
         with quiet_stderr():
             loads = await measure(_cases.load_cases(PYTHON, [str(CATALOG)], devnull), options.load_runs)
@@ -246,7 +261,7 @@ async def main() -> None:
         ("Streamable HTTP, server-everything", "streamableHttp", "/mcp", "streamable-http"),
         ("SSE, server-everything", "sse", "/sse", "sse"),
     ]
-    for label, mode, path, kind in http_servers:
+    for label, mode, path, kind in http_servers if "http" in groups else []:
         with http_server([str(EVERYTHING), mode], path) as url:
             async with contextlib.AsyncExitStack() as stack:
                 timings = await measure(await http_cases(stack, url, kind, devnull), options.http_runs)
@@ -255,10 +270,7 @@ async def main() -> None:
 
     print()
     print(f"Per-call latency, medians in ms; {platform.platform()}, Python {platform.python_version()},")
-    print(
-        f"{os.cpu_count()} CPUs ({_cpu_model()}); `python benchmarks/calls.py --runs {options.runs} "
-        f"--http-runs {options.http_runs} --load-runs {options.load_runs}`"
-    )
+    print(f"{os.cpu_count()} CPUs ({_cpu_model()}); `python benchmarks/calls.py {' '.join(sys.argv[1:])}`")
     print()
     print("| server | case | runs | median ms | vs raw fresh | vs raw persistent |")
     print("|---|---|---:|---:|---:|---:|")

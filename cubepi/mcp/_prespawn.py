@@ -58,6 +58,7 @@ class _Spare:
 
         try:
             async with open_session(endpoint, self.attempt) as session:
+                await session.warm_up()
                 self.session = session
                 self.ready.set()
                 try:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from mcp import types as mcp_types
     from mcp.shared.session import ProgressFnT
 
-    from ._toollist import ToolListResources
+    from ._toollist import SharedHttpClient, ToolListResources
 
 __all__ = ["Attempt", "Endpoint", "Session", "Timeouts", "open_session", "run_stateless"]
 
@@ -224,6 +224,17 @@ class Session:
                     )
                 seen.add(cursor)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def warm_up(self) -> None:
+        """List the tools once (one page), as the SDK's own fresh sessions do before their first call.
+
+        A spare session does this while it waits: the server's first request runs its cold code paths
+        (a node server's first ``tools/call`` takes about ten times its later ones), and listing runs
+        most of them, so the call that takes the spare does not pay for them. It also checks the
+        spare still answers. Listing is discovery: it changes nothing on the server.
+        """
+        with self.phase("list"):
+            await self.client.list_tools()
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None, on_update: UpdateCallback | None = None
@@ -441,6 +452,39 @@ class _Borrowed:
         return None
 
 
+class _SessionEnd:
+    """Ends a stateless Streamable HTTP session after its call returned, not inside it.
+
+    Terminating a session (the spec's DELETE) tells the server to free it; nothing of the call waits for
+    the answer. So a session opened on a list's shared client is closed without it, and the SDK's own
+    `terminate_session` runs right after, in a task of the list (`SharedHttpClient.run_after`), which keeps
+    the client and its connection until the DELETE is answered (or `HTTP_CLOSE_GRACE` runs out).
+    """
+
+    def __init__(self, url: str, client: httpx.AsyncClient) -> None:
+        self.url = url
+        self.client = client
+        self.headers = _CONNECTION_HEADERS.get()  # the task that sends it runs in another context
+        self.session_id: Callable[[], str | None] = lambda: None
+        self.protocol_version: str | int | None = None
+
+    def schedule(self, shared: SharedHttpClient) -> None:
+        session_id = self.session_id()
+        if session_id:
+            shared.run_after(self.client, lambda: self._terminate(session_id))
+
+    async def _terminate(self, session_id: str) -> None:
+        from mcp.client.streamable_http import StreamableHTTPTransport
+
+        transport = StreamableHTTPTransport(self.url)
+        # The SDK sets both after initialize; it declares them as plain ``None`` attributes.
+        transport.session_id = session_id  # type: ignore[assignment]
+        transport.protocol_version = str(self.protocol_version) if self.protocol_version else None  # type: ignore[assignment]
+        _CONNECTION_HEADERS.set(self.headers)
+        with anyio.move_on_after(HTTP_CLOSE_GRACE):
+            await transport.terminate_session(self.client)
+
+
 async def _drain_after_close(source: Any, sink: Any) -> None:
     """Relay the stdio transport's messages to the session; once the session has closed, keep reading
     (and drop) what the server still sends, such as its answer to ``notifications/cancelled``.
@@ -471,6 +515,7 @@ async def _open_once(
     from mcp import ClientSession
 
     server = endpoint.server
+    later: _SessionEnd | None = None
     attempt.phase = "startup"
     # For HTTP, opening the transport (the SSE GET waits for its endpoint event) counts against initialize.
     # The scope encloses the transport so that cancel scopes nest; it is lifted once initialized. For stdio
@@ -508,9 +553,15 @@ async def _open_once(
                 from mcp.client.streamable_http import streamable_http_client
 
                 assert isinstance(server, HttpServer) and client is not None
-                read, write, _ = await stack.enter_async_context(
-                    streamable_http_client(server.url, http_client=client)
+                shared = endpoint.resources.http if endpoint.resources is not None else None
+                if shared is not None and shared.shares(client):
+                    later = _SessionEnd(server.url, client)
+                    stack.callback(later.schedule, shared)  # runs once the transport has closed
+                read, write, session_id = await stack.enter_async_context(
+                    streamable_http_client(server.url, http_client=client, terminate_on_close=later is None)
                 )
+                if later is not None:
+                    later.session_id = session_id
             else:
                 from mcp.client.sse import sse_client
 
@@ -532,6 +583,8 @@ async def _open_once(
             with opening:
                 await session.initialize()
             attempt.opening = None
+            if later is not None and session.initialize_result is not None:
+                later.protocol_version = session.initialize_result.protocolVersion
             if opening.cancel_called:
                 raise Interrupted()
             startup.deadline = math.inf

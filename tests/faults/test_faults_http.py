@@ -14,6 +14,7 @@ from conftest import free_port
 
 from cubepi import MCPError, MCPTimeoutError
 from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http
+from cubepi.mcp._session import HTTP_CLOSE_GRACE
 
 from .conftest import HttpFaults, Leaks, assert_timeout_message
 
@@ -198,6 +199,27 @@ async def test_slow_initialize_past_timeout(http_faults: HttpFaults) -> None:
     assert_timeout_message(caught.value, "initialize", 1)
     assert_no_secret(caught.value)
     await still_works(http_faults)
+    await leaks.check()
+
+
+async def test_a_hanging_session_end_holds_up_neither_the_call_nor_close(http_faults: HttpFaults) -> None:
+    # Ending a stateless session (its DELETE) happens after the call; a server that never answers it
+    # costs the call nothing, and closing the list waits for it only HTTP_CLOSE_GRACE.
+    leaks = Leaks()
+    http_faults.clear()
+    tools = await load_mcp_tools_http(
+        http_faults.url("/slow-delete"), headers=HEADERS, transport="streamable-http"
+    )
+    echo = next(item for item in tools if item.name == "echo")
+    started = time.monotonic()
+    assert (await echo.execute({"message": "hi"})).text == "hi"
+    assert time.monotonic() - started < 10  # the DELETE hangs for 30 s
+    started = time.monotonic()
+    await tools.aclose()
+    assert time.monotonic() - started < HTTP_CLOSE_GRACE + 5
+    deletes = [r for r in http_faults.records() if r["method"] == "DELETE"]
+    sessions = [{k.lower(): v for k, v in r["headers"].items()}.get("mcp-session-id") for r in deletes]
+    assert sessions == ["slow-delete-session"] * 2  # the listing's session and the call's
     await leaks.check()
 
 

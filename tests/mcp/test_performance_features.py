@@ -57,6 +57,19 @@ for i in range(int(os.environ.get("CATALOG", "0"))):
         return fn
     server.tool()(make(i))
 
+if os.environ.get("DIE_ON_LIST"):  # once that file exists, a client asking for the tools ends the server
+    from mcp import types
+
+    handlers = server._mcp_server.request_handlers
+    listing = handlers[types.ListToolsRequest]
+
+    async def list_or_die(request):
+        if request is not None and os.path.exists(os.environ["DIE_ON_LIST"]):  # None: its own tool cache
+            os._exit(3)
+        return await listing(request)
+
+    handlers[types.ListToolsRequest] = list_or_die
+
 if __name__ == "__main__":
     server.run("stdio")
 '''
@@ -162,8 +175,33 @@ async def test_stateless_http_sessions_skip_the_get_stream_but_keep_progress(
     progress = next(t for t in tools if t.name == "progress")
     result = await progress.execute({"steps": 3}, on_update=updates.append)
     assert not result.is_error and len(updates) == 3
-    assert "GET" not in methods and methods.count("POST") == 3 and "DELETE" in methods
-    await tools.aclose()
+    await tools.aclose()  # waits for the DELETEs, sent after the listing and the call returned
+    assert "GET" not in methods and methods.count("POST") == 3 and methods.count("DELETE") == 2
+
+
+async def test_every_stateless_http_session_is_terminated(
+    kitchen_http: RunningServer, client_count: list[Any]
+) -> None:
+    # The DELETE that ends a session goes out after the call returns; each session still gets its own.
+    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
+    opened: list[str] = []
+    ended: list[tuple[str, int]] = []
+
+    async def record(response: Any) -> None:
+        request = response.request
+        if request.method == "POST" and b'"initialize"' in request.content:
+            opened.append(response.headers["mcp-session-id"])
+        elif request.method == "DELETE":
+            ended.append((request.headers["mcp-session-id"], response.status_code))
+
+    client_count[0].event_hooks["response"].append(record)
+    echo = next(t for t in tools if t.name == "echo")
+    assert (await echo.execute({"message": "one"})).text == "one"
+    results = await _gather([echo.execute({"message": str(i)}) for i in range(4)])
+    assert sorted(r.text for r in results) == ["0", "1", "2", "3"]
+    await tools.aclose()  # waits for the DELETEs still on their way
+    calls = [end for end in ended if end[0] in opened]  # not the listing's session, if it ended late
+    assert len(set(opened)) == 5 and sorted(calls) == sorted((sid, 200) for sid in opened)
 
 
 async def test_http_call_leaves_no_socket_open(kitchen_http: RunningServer, leaks: LeakChecker) -> None:
@@ -292,6 +330,25 @@ async def test_prespawn_keeps_one_spare_and_every_call_gets_a_fresh_one(
     assert not leaks.new_children()  # aclose waits until every spare is gone
     with pytest.raises(UserError):
         await whoami.execute({})
+
+
+async def test_a_spare_that_broke_while_waiting_is_replaced_by_a_fresh_session(
+    counter_script: Path, tmp_path: Path, leaks: LeakChecker
+) -> None:
+    # A spare lists the tools once before it is handed out (as the SDK's fresh sessions do); a server that
+    # fails that is never given a call, which opens a fresh session instead.
+    marker = tmp_path / "die"
+    server = counter_server(counter_script, DIE_ON_LIST=str(marker))
+    async with await load_mcp_tools(server, prespawn=True) as tools:
+        marker.touch()
+        await wait_until(lambda: len(leaks.new_children()) == 1)
+        spare = next(iter(leaks.new_children()))
+        await wait_until(lambda: not _running(spare))  # it exited when asked for its tools
+        result = await tools[0].execute({})
+        assert not result.is_error, result.text
+        pid, served = result.text.split()
+        assert served == "1" and int(pid) != spare
+    await wait_until(lambda: not leaks.new_children(), 10.0)
 
 
 async def test_prespawn_back_to_back_and_concurrent_calls(counter_script: Path, leaks: LeakChecker) -> None:

@@ -11,6 +11,7 @@ Paths on PORT (Streamable HTTP with JSON responses, stateless, unless said other
 /sse-404      an old SSE-only server: POST gives 404; GET opens the SSE stream (endpoint event, messages)
 /sse-405      the same with 405 for POST
 /slow-init    initialize answered after 30 s
+/slow-delete  a stateful server (initialize gives an ``Mcp-Session-Id``) whose DELETE hangs for 30 s
 /redirect     307 to http://127.0.0.1:OTHER_PORT/mcp (another origin, which records what it got)
 
 Tool `cut` answers with an SSE response that stops in the middle of an event and closes the connection;
@@ -152,12 +153,18 @@ class Handler(BaseHTTPRequestHandler):
             if method == "POST" and json.loads(body or "{}").get("method") == "initialize":
                 time.sleep(30)
             self._mcp(method, body)
+        elif path == "/slow-delete":
+            if method == "DELETE":
+                time.sleep(30)
+                self._send(200)
+            else:
+                self._mcp(method, body, session="slow-delete-session")
         elif path == "/mcp":
             self._mcp(method, body)
         else:
             self._send(404, b"no such path")
 
-    def _mcp(self, method: str, body: str) -> None:
+    def _mcp(self, method: str, body: str, session: str | None = None) -> None:
         if method == "GET":
             self._send(405, b"", Allow="POST, DELETE")
             return
@@ -187,6 +194,8 @@ class Handler(BaseHTTPRequestHandler):
         response = answer(message)
         if response is None:
             self._send(202)
+        elif session is not None and message.get("method") == "initialize":
+            self._send(200, json.dumps(response).encode(), Mcp_Session_Id=session)
         else:
             self._send(200, json.dumps(response).encode())
 
