@@ -22,7 +22,10 @@ Cases (a case whose package or feature is missing is left out of the table):
 - ``langchain-mcp-adapters``: its tools loaded from a connection config (a new session per call).
 
 Cases run interleaved, in a shuffled order each round (seeded), so that load on the machine hits them
-alike; the table shows medians and their ratios to the raw SDK's fresh and persistent sessions.
+alike; the table shows medians and their ratios to the raw SDK's fresh and persistent sessions. Before
+each HTTP call ``--pause`` seconds (default 0.02) pass untimed, so that what one case leaves running (the
+SDK and the server tearing sessions down) does not slow the next case's call; ``--pause 0`` measures
+them back to back. stdio cases wait for spares in their own ``before`` and ``after`` steps.
 """
 
 from __future__ import annotations
@@ -95,8 +98,10 @@ def cubepi_call(tool: AgentTool) -> Call:
     return call
 
 
-async def measure(cases: dict[str, Call | Case], runs: int) -> dict[str, list[float]]:
-    """Timings of each case; a `Case`'s `before` and `after` run untimed around its call."""
+async def measure(cases: dict[str, Call | Case], runs: int, pause: float = 0.0) -> dict[str, list[float]]:
+    """Timings of each case; a `Case`'s `before` and `after` run untimed around its call, and `pause`
+    seconds pass (untimed) before each call, so that work a case leaves behind does not land on the next
+    one's clock."""
     plan = {name: case if isinstance(case, Case) else Case(case) for name, case in cases.items()}
     timings: dict[str, list[float]] = {name: [] for name in plan}
     for case in plan.values():  # warm-up: imports, npm/node caches, models
@@ -112,6 +117,7 @@ async def measure(cases: dict[str, Call | Case], runs: int) -> dict[str, list[fl
         for name, case in order:
             if case.before is not None:
                 await case.before()
+            await anyio.sleep(pause)
             start = time.perf_counter()
             await case.call()
             timings[name].append(time.perf_counter() - start)
@@ -220,6 +226,12 @@ async def main() -> None:
     parser.add_argument("--http-runs", type=int, default=60, help="HTTP calls per case (default 60)")
     parser.add_argument("--load-runs", type=int, default=10, help="catalog loads per case (default 10)")
     parser.add_argument(
+        "--pause",
+        type=float,
+        default=0.02,
+        help="untimed seconds before each HTTP call (default 0.02; 0: back to back)",
+    )
+    parser.add_argument(
         "--only",
         choices=["stdio", "load", "http"],
         action="append",
@@ -264,7 +276,8 @@ async def main() -> None:
     for label, mode, path, kind in http_servers if "http" in groups else []:
         with http_server([str(EVERYTHING), mode], path) as url:
             async with contextlib.AsyncExitStack() as stack:
-                timings = await measure(await http_cases(stack, url, kind, devnull), options.http_runs)
+                cases = await http_cases(stack, url, kind, devnull)
+                timings = await measure(cases, options.http_runs, options.pause)
         rows += table(label, timings)
         print("\n".join(table(label, timings)), flush=True)
 

@@ -34,14 +34,13 @@ class Home:
         loop = self._loop()
         return loop is not None and not loop.is_closed()
 
-    def spawn(self, coro: Coroutine[Any, Any, None], *, name: str) -> asyncio.Task[None]:
+    def spawn(self, coro: Coroutine[Any, Any, None], *, name: str) -> None:
         """Run `coro` as a task of this loop (from inside it); the loop's end cancels it."""
         loop = self._loop()
         assert loop is not None
         task = loop.create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return task
 
     def call_soon(self, callback: Callable[[], None]) -> bool:
         """Schedule `callback` in this loop from any thread (a finalizer); False when the loop is gone."""

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from mcp import types as mcp_types
     from mcp.shared.session import ProgressFnT
 
-    from ._toollist import SharedHttpClient, ToolListResources
+    from ._toollist import ToolListResources
 
 __all__ = ["Attempt", "Endpoint", "Session", "Timeouts", "open_session", "run_stateless"]
 
@@ -453,35 +453,32 @@ class _Borrowed:
 
 
 class _SessionEnd:
-    """Ends a stateless Streamable HTTP session after its call returned, not inside it.
+    """Ends a Streamable HTTP session once its transport has closed: the spec's DELETE, bounded.
 
-    Terminating a session (the spec's DELETE) tells the server to free it; nothing of the call waits for
-    the answer. So a session opened on a list's shared client is closed without it, and the SDK's own
-    `terminate_session` runs right after, in a task of the list (`SharedHttpClient.run_after`), which keeps
-    the client and its connection until the DELETE is answered (or `HTTP_CLOSE_GRACE` runs out).
+    The SDK would send it from inside the transport's exit, limited only by the client's timeouts, so a
+    server that never answers a DELETE would hold every stateless call for the read timeout (30 s).
+    Here the SDK's own `terminate_session` runs after the transport closed, shielded (a cancelled call
+    still ends its session) and given at most `HTTP_CLOSE_GRACE`.
     """
 
     def __init__(self, url: str, client: httpx.AsyncClient) -> None:
         self.url = url
         self.client = client
-        self.headers = _CONNECTION_HEADERS.get()  # the task that sends it runs in another context
         self.session_id: Callable[[], str | None] = lambda: None
         self.protocol_version: str | int | None = None
 
-    def schedule(self, shared: SharedHttpClient) -> None:
-        session_id = self.session_id()
-        if session_id:
-            shared.run_after(self.client, lambda: self._terminate(session_id))
-
-    async def _terminate(self, session_id: str) -> None:
+    async def send(self) -> None:
         from mcp.client.streamable_http import StreamableHTTPTransport
 
+        session_id = self.session_id()
+        if not session_id:
+            return
         transport = StreamableHTTPTransport(self.url)
         # The SDK sets both after initialize; it declares them as plain ``None`` attributes.
         transport.session_id = session_id  # type: ignore[assignment]
         transport.protocol_version = str(self.protocol_version) if self.protocol_version else None  # type: ignore[assignment]
-        _CONNECTION_HEADERS.set(self.headers)
-        with anyio.move_on_after(HTTP_CLOSE_GRACE):
+        with anyio.CancelScope(shield=True) as scope:
+            scope.deadline = anyio.current_time() + HTTP_CLOSE_GRACE
             await transport.terminate_session(self.client)
 
 
@@ -515,7 +512,7 @@ async def _open_once(
     from mcp import ClientSession
 
     server = endpoint.server
-    later: _SessionEnd | None = None
+    ending: _SessionEnd | None = None
     attempt.phase = "startup"
     # For HTTP, opening the transport (the SSE GET waits for its endpoint event) counts against initialize.
     # The scope encloses the transport so that cancel scopes nest; it is lifted once initialized. For stdio
@@ -553,15 +550,11 @@ async def _open_once(
                 from mcp.client.streamable_http import streamable_http_client
 
                 assert isinstance(server, HttpServer) and client is not None
-                shared = endpoint.resources.http if endpoint.resources is not None else None
-                if shared is not None and shared.shares(client):
-                    later = _SessionEnd(server.url, client)
-                    stack.callback(later.schedule, shared)  # runs once the transport has closed
-                read, write, session_id = await stack.enter_async_context(
-                    streamable_http_client(server.url, http_client=client, terminate_on_close=later is None)
+                ending = _SessionEnd(server.url, client)
+                stack.push_async_callback(ending.send)  # runs once the transport has closed
+                read, write, ending.session_id = await stack.enter_async_context(
+                    streamable_http_client(server.url, http_client=client, terminate_on_close=False)
                 )
-                if later is not None:
-                    later.session_id = session_id
             else:
                 from mcp.client.sse import sse_client
 
@@ -583,8 +576,8 @@ async def _open_once(
             with opening:
                 await session.initialize()
             attempt.opening = None
-            if later is not None and session.initialize_result is not None:
-                later.protocol_version = session.initialize_result.protocolVersion
+            if ending is not None and session.initialize_result is not None:
+                ending.protocol_version = session.initialize_result.protocolVersion
             if opening.cancel_called:
                 raise Interrupted()
             startup.deadline = math.inf

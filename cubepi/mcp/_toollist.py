@@ -18,7 +18,6 @@ ends (``asyncio.run`` cancels them). After `aclose()`, calling one of the list's
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -30,7 +29,6 @@ import anyio
 from ..errors import UserError
 from ..tools import AgentTool
 from ._background import Home, current_home
-from ._session import HTTP_CLOSE_GRACE
 
 if TYPE_CHECKING:
     import httpx
@@ -148,7 +146,6 @@ class _Kept:
     gate: anyio.Lock = field(default_factory=anyio.Lock)  # no session starts while idle sockets close
     leases: int = 0
     finished: bool = False
-    after: set[asyncio.Task[None]] = field(default_factory=set)  # work left by ended sessions
 
     async def keep(self) -> None:
         try:
@@ -204,36 +201,15 @@ class SharedHttpClient:
             try:
                 yield kept.client
             finally:
-                await _release(kept)
+                kept.leases -= 1
+                if kept.leases == 0:
+                    with anyio.CancelScope(shield=True):
+                        async with kept.gate:
+                            if kept.leases == 0:
+                                await _close_idle_connections(kept.client)
             return
         async with make() as client:
             yield client
-
-    def shares(self, client: httpx.AsyncClient) -> bool:
-        """Whether `client` is the shared one, used from its home loop (where `run_after` can run work)."""
-        kept = self._kept
-        return kept is not None and kept.client is client and not kept.finished and kept.home.is_current()
-
-    def run_after(self, client: httpx.AsyncClient, work: Callable[[], Awaitable[None]]) -> None:
-        """Run `work` in a task of the home loop, on the shared `client`, off the path of the call that
-        left it (ending a stateless session). The client stays leased until it is done; `aclose()` waits
-        for it. If the client is no longer shared (the list was closed meanwhile), `work` is dropped."""
-        if not self.shares(client):
-            return
-        kept = self._kept
-        assert kept is not None
-        kept.leases += 1
-
-        async def run() -> None:
-            try:
-                with contextlib.suppress(Exception):
-                    await work()
-            finally:
-                await _release(kept)
-
-        task = kept.home.spawn(run(), name="cubepi-mcp-session-end")
-        kept.after.add(task)
-        task.add_done_callback(kept.after.discard)
 
     async def aclose(self) -> None:
         self.closed = True
@@ -243,23 +219,10 @@ class SharedHttpClient:
         if kept is None or kept.finished:
             return
         if kept.home.is_current():
-            if kept.after:
-                with anyio.CancelScope(shield=True):
-                    await asyncio.wait(set(kept.after), timeout=HTTP_CLOSE_GRACE)
             kept.stop.set()
             await kept.done.wait()
         else:
             kept.home.call_soon(kept.stop.set)
-
-
-async def _release(kept: _Kept) -> None:
-    """End one lease of `kept`; the last one closes the pool's idle connections (no socket stays open)."""
-    kept.leases -= 1
-    if kept.leases == 0:
-        with anyio.CancelScope(shield=True):
-            async with kept.gate:
-                if kept.leases == 0:
-                    await _close_idle_connections(kept.client)
 
 
 class _NoGetStream(Exception):

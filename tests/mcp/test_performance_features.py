@@ -175,14 +175,14 @@ async def test_stateless_http_sessions_skip_the_get_stream_but_keep_progress(
     progress = next(t for t in tools if t.name == "progress")
     result = await progress.execute({"steps": 3}, on_update=updates.append)
     assert not result.is_error and len(updates) == 3
-    await tools.aclose()  # waits for the DELETEs, sent after the listing and the call returned
-    assert "GET" not in methods and methods.count("POST") == 3 and methods.count("DELETE") == 2
+    await tools.aclose()
+    assert "GET" not in methods and methods.count("POST") == 3 and methods.count("DELETE") == 1
 
 
 async def test_every_stateless_http_session_is_terminated(
     kitchen_http: RunningServer, client_count: list[Any]
 ) -> None:
-    # The DELETE that ends a session goes out after the call returns; each session still gets its own.
+    # Each call's session is ended (its DELETE), whatever the call's outcome.
     tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
     opened: list[str] = []
     ended: list[tuple[str, int]] = []
@@ -195,21 +195,41 @@ async def test_every_stateless_http_session_is_terminated(
             ended.append((request.headers["mcp-session-id"], response.status_code))
 
     client_count[0].event_hooks["response"].append(record)
-    echo = next(t for t in tools if t.name == "echo")
-    assert (await echo.execute({"message": "one"})).text == "one"
-    results = await _gather([echo.execute({"message": str(i)}) for i in range(4)])
+    by_name = {t.name: t for t in tools}
+    assert (await by_name["echo"].execute({"message": "one"})).text == "one"
+    results = await _gather([by_name["echo"].execute({"message": str(i)}) for i in range(4)])
     assert sorted(r.text for r in results) == ["0", "1", "2", "3"]
-    await tools.aclose()  # waits for the DELETEs still on their way
-    calls = [end for end in ended if end[0] in opened]  # not the listing's session, if it ended late
-    assert len(set(opened)) == 5 and sorted(calls) == sorted((sid, 200) for sid in opened)
+    assert (await by_name["fail"].execute({})).is_error  # an error result ends its session too
+    with anyio.move_on_after(0.5) as scope:  # and so does a call cancelled mid-flight
+        await by_name["slow"].execute({"seconds": 30})
+    assert scope.cancelled_caught
+    await tools.aclose()
+    calls = [end for end in ended if end[0] in opened]
+    assert len(set(opened)) == 7 and sorted(calls) == sorted((sid, 200) for sid in opened)
 
 
-async def test_http_call_leaves_no_socket_open(kitchen_http: RunningServer, leaks: LeakChecker) -> None:
-    # Sharing the client (and its TLS context) keeps the rule: after a call, no connection stays open.
+async def test_http_call_leaves_no_socket_open(
+    kitchen_http: RunningServer, leaks: LeakChecker, client_count: list[Any]
+) -> None:
+    # Sharing the client (and its TLS context) keeps the rule: after a call, once its session has ended
+    # (its DELETE is answered), no connection of it stays open.
     tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
+    opened: list[str] = []
+    ended: list[str] = []
+
+    async def record(response: Any) -> None:
+        request = response.request
+        if request.method == "POST" and b'"initialize"' in request.content:
+            opened.append(response.headers["mcp-session-id"])
+        elif request.method == "DELETE":
+            ended.append(request.headers["mcp-session-id"])
+
+    client_count[0].event_hooks["response"].append(record)
     echo = next(t for t in tools if t.name == "echo")
     assert (await echo.execute({"message": "hi"})).text == "hi"
-    await wait_until(lambda: not leaks.new_connections(), 3.0)
+    await wait_until(lambda: opened[0] in ended and not leaks.new_connections(), 3.0)
+    await anyio.sleep(0.2)
+    assert not leaks.new_connections()
 
 
 async def test_calls_after_aclose_raise_user_error(kitchen_http: RunningServer) -> None:
@@ -266,7 +286,14 @@ def test_an_unclosed_http_list_is_harmless_at_exit(kitchen_http: RunningServer) 
         "error::ResourceWarning",
     )
     assert done.returncode == 0, done.stderr
-    for bad in ("Traceback", "ResourceWarning", "Task was destroyed", "Exception ignored", "nclosed"):
+    for bad in (
+        "Traceback",
+        "Warning",
+        "Task was destroyed",
+        "Exception ignored",
+        "nclosed",
+        "never awaited",
+    ):
         assert bad not in done.stderr, done.stderr
 
 
