@@ -120,6 +120,22 @@ def client_count(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
     yield made
 
 
+def record_sessions(client: Any) -> tuple[list[str], list[tuple[str, int]]]:
+    """Watch `client`: the session ids its initialize responses give out, and each DELETE (id, status)."""
+    opened: list[str] = []
+    ended: list[tuple[str, int]] = []
+
+    async def record(response: Any) -> None:
+        request = response.request
+        if request.method == "POST" and b'"initialize"' in request.content:
+            opened.append(response.headers["mcp-session-id"])
+        elif request.method == "DELETE":
+            ended.append((request.headers["mcp-session-id"], response.status_code))
+
+    client.event_hooks["response"].append(record)
+    return opened, ended
+
+
 # -- the list ------------------------------------------------------------------------------------------------
 
 
@@ -184,17 +200,7 @@ async def test_every_stateless_http_session_is_terminated(
 ) -> None:
     # Each call's session is ended (its DELETE), whatever the call's outcome.
     tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
-    opened: list[str] = []
-    ended: list[tuple[str, int]] = []
-
-    async def record(response: Any) -> None:
-        request = response.request
-        if request.method == "POST" and b'"initialize"' in request.content:
-            opened.append(response.headers["mcp-session-id"])
-        elif request.method == "DELETE":
-            ended.append((request.headers["mcp-session-id"], response.status_code))
-
-    client_count[0].event_hooks["response"].append(record)
+    opened, ended = record_sessions(client_count[0])
     by_name = {t.name: t for t in tools}
     assert (await by_name["echo"].execute({"message": "one"})).text == "one"
     results = await _gather([by_name["echo"].execute({"message": str(i)}) for i in range(4)])
@@ -214,20 +220,10 @@ async def test_http_call_leaves_no_socket_open(
     # Sharing the client (and its TLS context) keeps the rule: after a call, once its session has ended
     # (its DELETE is answered), no connection of it stays open.
     tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
-    opened: list[str] = []
-    ended: list[str] = []
-
-    async def record(response: Any) -> None:
-        request = response.request
-        if request.method == "POST" and b'"initialize"' in request.content:
-            opened.append(response.headers["mcp-session-id"])
-        elif request.method == "DELETE":
-            ended.append(request.headers["mcp-session-id"])
-
-    client_count[0].event_hooks["response"].append(record)
+    opened, ended = record_sessions(client_count[0])
     echo = next(t for t in tools if t.name == "echo")
     assert (await echo.execute({"message": "hi"})).text == "hi"
-    await wait_until(lambda: opened[0] in ended and not leaks.new_connections(), 3.0)
+    await wait_until(lambda: any(sid == opened[0] for sid, _ in ended) and not leaks.new_connections(), 3.0)
     await anyio.sleep(0.2)
     assert not leaks.new_connections()
 
