@@ -28,11 +28,11 @@ import anyio.lowlevel
 from ..errors import MCPError, MCPTimeoutError, UserError
 from ..tools import UpdateCallback
 from . import _errors
+from ._http import HTTP_CLOSE_GRACE
 from ._servers import HttpServer, Server, StdioServer
 from ._session import (
     DEFAULT_STARTUP_TIMEOUT,
     DEFAULT_TIMEOUT,
-    HTTP_CLOSE_GRACE,
     Attempt,
     Endpoint,
     Session,

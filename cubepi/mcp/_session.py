@@ -10,7 +10,6 @@ opens a fresh session, runs `work` on it and closes everything whatever happens,
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import inspect
 import logging
 import math
@@ -26,6 +25,7 @@ import anyio.lowlevel
 from ..errors import MCPError, MCPTimeoutError, UserError
 from ..tools import ToolUpdate, UpdateCallback
 from . import _errors
+from ._http import HTTP_CLOSE_GRACE, Borrowed, SessionEnd, connection_headers, http_client
 from ._process import ProcessInfo, track_process
 from ._sdk import ensure_sdk
 from ._servers import HttpServer, Server, StdioServer
@@ -44,11 +44,6 @@ __all__ = ["Attempt", "Endpoint", "Session", "Timeouts", "open_session", "run_st
 T = TypeVar("T")
 logger = logging.getLogger("cubepi.mcp")
 Phase = Literal["startup", "initialize", "list", "call", "close"]
-
-# How long teardown of an HTTP session may take once the caller is cancelled (stdio teardown is bounded
-# by the SDK itself: stdin closed, 2 s grace, then SIGTERM/SIGKILL of the process group).
-HTTP_CLOSE_GRACE = 5.0
-
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_STARTUP_TIMEOUT = 60.0  # cold `npx -y` / `uvx` starts download packages first
@@ -398,90 +393,6 @@ def _timeout_error(
 # -- transports --------------------------------------------------------------------------------------------
 
 
-def _http_client(server: HttpServer) -> httpx.AsyncClient:
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    static = server.headers if isinstance(server.headers, Mapping) else None
-    client = create_mcp_http_client(headers=dict(static) if static else None, auth=server.auth)
-    if callable(server.headers):
-        hooks = client.event_hooks
-        client.event_hooks = {**hooks, "request": [*hooks.get("request", []), _apply_connection_headers]}
-    return client
-
-
-# The headers of the connection being opened when `HttpServer.headers` is a callable: resolved once per
-# connection in `open_session`, applied to each of its requests (the client itself may be shared).
-_CONNECTION_HEADERS: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
-    "cubepi_mcp_connection_headers", default=None
-)
-
-
-async def _apply_connection_headers(request: httpx.Request) -> None:
-    headers = _CONNECTION_HEADERS.get()
-    if headers:
-        request.headers.update(headers)
-
-
-async def _fresh_headers(server: HttpServer) -> dict[str, str] | None:
-    """Call `server.headers` when it is a callable (sync or async); a failure is a readable `MCPError`."""
-    make = server.headers
-    if not callable(make):
-        return None
-    try:
-        value = make()
-        if inspect.isawaitable(value):
-            value = await value
-        return {str(key): str(item) for key, item in dict(value or {}).items()}
-    except Exception as exc:  # never show the value: only what kind of failure it was
-        raise MCPError(
-            f"connecting to {server.describe()} failed: the headers callable raised {type(exc).__name__}",
-            server=server.describe(),
-        ) from exc
-
-
-class _Borrowed:
-    """Lends an httpx client to `sse_client` (which closes what its factory returns) without closing it."""
-
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.client = client
-
-    async def __aenter__(self) -> httpx.AsyncClient:
-        return self.client
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-
-class _SessionEnd:
-    """Ends a Streamable HTTP session once its transport has closed: the spec's DELETE, bounded.
-
-    The SDK would send it from inside the transport's exit, limited only by the client's timeouts, so a
-    server that never answers a DELETE would hold every stateless call for the read timeout (30 s).
-    Here the SDK's own `terminate_session` runs after the transport closed, shielded (a cancelled call
-    still ends its session) and given at most `HTTP_CLOSE_GRACE`.
-    """
-
-    def __init__(self, url: str, client: httpx.AsyncClient) -> None:
-        self.url = url
-        self.client = client
-        self.session_id: Callable[[], str | None] = lambda: None
-        self.protocol_version: str | int | None = None
-
-    async def send(self) -> None:
-        from mcp.client.streamable_http import StreamableHTTPTransport
-
-        session_id = self.session_id()
-        if not session_id:
-            return
-        transport = StreamableHTTPTransport(self.url)
-        # The SDK sets both after initialize; it declares them as plain ``None`` attributes.
-        transport.session_id = session_id  # type: ignore[assignment]
-        transport.protocol_version = str(self.protocol_version) if self.protocol_version else None  # type: ignore[assignment]
-        with anyio.CancelScope(shield=True) as scope:
-            scope.deadline = anyio.current_time() + HTTP_CLOSE_GRACE
-            await transport.terminate_session(self.client)
-
-
 async def _drain_after_close(source: Any, sink: Any) -> None:
     """Relay the stdio transport's messages to the session; once the session has closed, keep reading
     (and drop) what the server still sends, such as its answer to ``notifications/cancelled``.
@@ -512,7 +423,7 @@ async def _open_once(
     from mcp import ClientSession
 
     server = endpoint.server
-    ending: _SessionEnd | None = None
+    ending: SessionEnd | None = None
     attempt.phase = "startup"
     # For HTTP, opening the transport (the SSE GET waits for its endpoint event) counts against initialize.
     # The scope encloses the transport so that cancel scopes nest; it is lifted once initialized. For stdio
@@ -550,8 +461,11 @@ async def _open_once(
                 from mcp.client.streamable_http import streamable_http_client
 
                 assert isinstance(server, HttpServer) and client is not None
-                ending = _SessionEnd(server.url, client)
-                stack.push_async_callback(ending.send)  # runs once the transport has closed
+                ending = SessionEnd(server.url, client)
+                # Its group encloses the transport: a session whose block ends normally is ended (DELETE)
+                # while its transport closes; one that failed, after the transport has closed.
+                ends = await stack.enter_async_context(anyio.create_task_group())
+                stack.push_async_callback(ending.send)
                 read, write, ending.session_id = await stack.enter_async_context(
                     streamable_http_client(server.url, http_client=client, terminate_on_close=False)
                 )
@@ -559,7 +473,7 @@ async def _open_once(
                 from mcp.client.sse import sse_client
 
                 assert isinstance(server, HttpServer) and client is not None
-                borrowed = _Borrowed(client)
+                borrowed = Borrowed(client)
                 read, write = await stack.enter_async_context(
                     sse_client(server.url, httpx_client_factory=lambda **_: borrowed)  # type: ignore[arg-type]
                 )
@@ -583,6 +497,8 @@ async def _open_once(
             startup.deadline = math.inf
             yield session
             attempt.phase = "close"
+            if ending is not None:
+                ends.start_soon(ending.send)
     if startup.cancelled_caught and limit is not None:
         raise _timeout_error(endpoint, attempt, "initialize", limit)
 
@@ -636,13 +552,12 @@ async def open_session(
                 _open_once(endpoint, attempt, "stdio", None, session_kwargs)
             )
         else:
-            headers_token = _CONNECTION_HEADERS.set(await _fresh_headers(server))
-            stack.callback(_reset_headers, headers_token)
+            await stack.enter_async_context(connection_headers(server))
             lease: contextlib.AbstractAsyncContextManager[httpx.AsyncClient]
             if endpoint.resources is not None:  # the list's shared client (see _toollist)
-                lease = endpoint.resources.http_client(lambda: _http_client(server))
+                lease = endpoint.resources.http_client(lambda: http_client(server))
             else:
-                lease = _http_client(server)
+                lease = http_client(server)
             client = await stack.enter_async_context(lease)
             kind = endpoint.http_transport
             if kind is None:
@@ -666,11 +581,6 @@ async def open_session(
                     _open_once(endpoint, attempt, kind, client, session_kwargs)
                 )
         yield session
-
-
-def _reset_headers(token: contextvars.Token[dict[str, str] | None]) -> None:
-    with contextlib.suppress(ValueError):  # exited in another context
-        _CONNECTION_HEADERS.reset(token)
 
 
 async def run_stateless(

@@ -29,6 +29,7 @@ import anyio
 from ..errors import UserError
 from ..tools import AgentTool
 from ._background import Home, current_home
+from ._http import without_get_stream
 
 if TYPE_CHECKING:
     import httpx
@@ -223,30 +224,6 @@ class SharedHttpClient:
             await kept.done.wait()
         else:
             kept.home.call_soon(kept.stop.set)
-
-
-class _NoGetStream(Exception):
-    """Raised by a request hook in place of the optional Streamable HTTP GET stream (see below)."""
-
-
-async def _refuse_get_stream(request: httpx.Request) -> None:
-    if request.method == "GET" and "mcp-session-id" in request.headers:
-        raise _NoGetStream("a stateless session opens no GET stream")
-
-
-def without_get_stream(client: httpx.AsyncClient) -> httpx.AsyncClient:
-    """`client`, for sessions that live for one call: no standalone GET stream (Streamable HTTP).
-
-    After ``initialize`` the SDK opens a GET stream for server messages *unrelated* to any request; the
-    specification makes it optional for the client, and what relates to a call (its progress, logs,
-    sampling or elicitation requests) comes on the call's own POST response stream. A one-call session
-    has no use for it, and skipping it saves a request and a connection per call. The request hook
-    refuses it before anything is sent (the SDK logs that and gives up). SSE's GET carries no session
-    id and is untouched; persistent connections do not use this.
-    """
-    hooks = client.event_hooks
-    client.event_hooks = {**hooks, "request": [*hooks.get("request", []), _refuse_get_stream]}
-    return client
 
 
 async def _close_idle_connections(client: httpx.AsyncClient) -> None:

@@ -14,7 +14,7 @@ from conftest import free_port
 
 from cubepi import MCPError, MCPTimeoutError
 from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http
-from cubepi.mcp._session import HTTP_CLOSE_GRACE
+from cubepi.mcp._http import HTTP_CLOSE_GRACE
 
 from .conftest import HttpFaults, Leaks, assert_timeout_message
 

@@ -109,14 +109,14 @@ async def wait_until(predicate: Any, limit: float = 20.0) -> None:
 def client_count(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
     """Every httpx client the MCP sessions build."""
     made: list[Any] = []
-    real = _session._http_client
+    real = _session.http_client
 
     def counting(server: HttpServer) -> Any:
         client = real(server)
         made.append(client)
         return client
 
-    monkeypatch.setattr(_session, "_http_client", counting)
+    monkeypatch.setattr(_session, "http_client", counting)
     yield made
 
 
