@@ -34,11 +34,12 @@ class Home:
         loop = self._loop()
         return loop is not None and not loop.is_closed()
 
-    def spawn(self, coro: Coroutine[Any, Any, None], *, name: str) -> None:
-        """Run `coro` as a task of this loop (from inside it); the loop's end cancels it."""
+    def spawn(self, coro: Coroutine[Any, Any, None], *, name: str, finish: bool = False) -> None:
+        """Run `coro` as a task of this loop (from inside it); the loop's end cancels it, unless `finish`:
+        then the loop's end waits for it (see `_Finishing`)."""
         loop = self._loop()
         assert loop is not None
-        task = loop.create_task(coro, name=name)
+        task = _Finishing(coro, loop=loop, name=name) if finish else loop.create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -52,6 +53,22 @@ class Home:
         except RuntimeError:  # closed between the check and the call
             return False
         return True
+
+
+class _Finishing(asyncio.Task):  # type: ignore[type-arg]
+    """A task that the loop's end does not cut short: it finishes, and the loop's end waits for it.
+
+    When ``asyncio.run`` (or anyio's runner) ends, it cancels every task left, from outside the loop, then
+    runs the loop until they are done. A task cut short in the middle of closing a session leaves the
+    SDK's context managers half exited (and may leave the DELETE unsent). This task refuses a cancellation
+    that comes while its loop is not running; cancel scopes (anyio's, which run inside the loop) still
+    reach it, so it stays bounded by its own timeouts.
+    """
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        if not self.get_loop().is_running():
+            return False
+        return super().cancel(msg)
 
 
 def current_home() -> Home | None:

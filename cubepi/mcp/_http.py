@@ -142,13 +142,12 @@ class Borrowed:
 
 
 class SessionEnd:
-    """Ends a Streamable HTTP session: the spec's DELETE, sent once, shielded and bounded.
+    """Ends a Streamable HTTP session once its transport has closed: the spec's DELETE, bounded.
 
     The SDK would send it from inside the transport's exit, limited only by the client's timeouts, so a
     server that never answers a DELETE would hold every stateless call for the read timeout (30 s).
-    Here the SDK's own `terminate_session` runs shielded (a cancelled call still ends its session) and
-    given at most `HTTP_CLOSE_GRACE`. `send` may be called twice, as soon as the session's work is done
-    and again after its transport closed: the DELETE goes out once, and both return once it is answered.
+    Here the SDK's own `terminate_session` runs after the transport closed, shielded (a cancelled call
+    still ends its session) and given at most `HTTP_CLOSE_GRACE`.
     """
 
     def __init__(self, url: str, client: httpx.AsyncClient) -> None:
@@ -156,25 +155,17 @@ class SessionEnd:
         self.client = client
         self.session_id: Callable[[], str | None] = lambda: None
         self.protocol_version: str | int | None = None
-        self._sending: anyio.Event | None = None
 
     async def send(self) -> None:
         from mcp.client.streamable_http import StreamableHTTPTransport
 
+        session_id = self.session_id()
+        if not session_id:
+            return
+        transport = StreamableHTTPTransport(self.url)
+        # The SDK sets both after initialize; it declares them as plain ``None`` attributes.
+        transport.session_id = session_id  # type: ignore[assignment]
+        transport.protocol_version = str(self.protocol_version) if self.protocol_version else None  # type: ignore[assignment]
         with anyio.CancelScope(shield=True) as scope:
-            if self._sending is not None:  # sent already: wait for its answer (bounded by its deadline)
-                await self._sending.wait()
-                return
-            session_id = self.session_id()
-            if not session_id:
-                return
-            self._sending = anyio.Event()
             scope.deadline = anyio.current_time() + HTTP_CLOSE_GRACE
-            transport = StreamableHTTPTransport(self.url)
-            # The SDK sets both after initialize; it declares them as plain ``None`` attributes.
-            transport.session_id = session_id  # type: ignore[assignment]
-            transport.protocol_version = str(self.protocol_version) if self.protocol_version else None  # type: ignore[assignment]
-            try:
-                await transport.terminate_session(self.client)
-            finally:
-                self._sending.set()
+            await transport.terminate_session(self.client)

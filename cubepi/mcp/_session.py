@@ -462,10 +462,7 @@ async def _open_once(
 
                 assert isinstance(server, HttpServer) and client is not None
                 ending = SessionEnd(server.url, client)
-                # Its group encloses the transport: a session whose block ends normally is ended (DELETE)
-                # while its transport closes; one that failed, after the transport has closed.
-                ends = await stack.enter_async_context(anyio.create_task_group())
-                stack.push_async_callback(ending.send)
+                stack.push_async_callback(ending.send)  # runs once the transport has closed
                 read, write, ending.session_id = await stack.enter_async_context(
                     streamable_http_client(server.url, http_client=client, terminate_on_close=False)
                 )
@@ -497,8 +494,6 @@ async def _open_once(
             startup.deadline = math.inf
             yield session
             attempt.phase = "close"
-            if ending is not None:
-                ends.start_soon(ending.send)
     if startup.cancelled_caught and limit is not None:
         raise _timeout_error(endpoint, attempt, "initialize", limit)
 
@@ -595,14 +590,25 @@ async def run_stateless(
     Cancellation of the caller interrupts `work` only: the transport is then closed under a shield, so a
     stdio server gets the SDK's full shutdown (stdin closed, grace period, SIGTERM/SIGKILL of its process
     group) and no process or socket outlives the call. The cancellation is re-raised afterwards.
-    A loaded list with ``prespawn=True`` runs `work` on its spare session instead (see `_prespawn`).
+    The tools of a loaded list run `work` on its spare session with ``prespawn=True`` (see `_prespawn`),
+    and over HTTP return once `work` has, while the list closes the session behind (see `_detached`).
     """
-    if endpoint.resources is not None and not session_kwargs:
-        from ._toollist import NO_SPARE
 
-        outcome = await endpoint.resources.run_on_spare(endpoint, work, tool_name=tool_name)
-        if outcome is not NO_SPARE:
-            return outcome  # type: ignore[return-value]
+    async def fresh(work: Callable[[Session], Awaitable[T]]) -> T:
+        return await _run_fresh(endpoint, work, tool_name=tool_name, **session_kwargs)
+
+    if endpoint.resources is not None and not session_kwargs:
+        return await endpoint.resources.run(work, fresh=fresh, tool_name=tool_name)
+    return await fresh(work)
+
+
+async def _run_fresh(
+    endpoint: Endpoint,
+    work: Callable[[Session], Awaitable[T]],
+    *,
+    tool_name: str | None = None,
+    **session_kwargs: Any,
+) -> T:
     attempt = Attempt(tool_name=tool_name)
     body = anyio.CancelScope()
     shield = anyio.CancelScope(shield=True)

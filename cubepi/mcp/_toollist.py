@@ -29,13 +29,14 @@ import anyio
 from ..errors import UserError
 from ..tools import AgentTool
 from ._background import Home, current_home
+from ._detached import DetachedSessions, Run, Work
 from ._http import without_get_stream
 
 if TYPE_CHECKING:
     import httpx
 
     from ._prespawn import SparePool
-    from ._session import Endpoint, Session
+    from ._session import Endpoint
 
 __all__ = ["NO_SPARE", "MCPToolList", "SharedHttpClient", "ToolListResources"]
 
@@ -109,14 +110,17 @@ class ToolListResources:
             async with self.http.lease(make_stateless) as client:
                 yield client
 
-    async def run_on_spare(
-        self, endpoint: Endpoint, work: Callable[[Session], Awaitable[T]], *, tool_name: str | None
-    ) -> T | _NoSpare:
-        """Run `work` on a prespawned session, or return `NO_SPARE` (the caller opens a fresh one)."""
+    async def run(self, work: Work[T], *, fresh: Run[T], tool_name: str | None) -> T:
+        """Run `work` for a stateless call: on the spare when prespawned; else in a fresh session
+        (`fresh(work)`), detached in the home loop of the shared HTTP client, inline anywhere else."""
         self.check_open()
-        if self.spares is None:
-            return NO_SPARE
-        return await self.spares.run(work, tool_name=tool_name)
+        if self.spares is not None:
+            outcome = await self.spares.run(work, tool_name=tool_name)
+            if outcome is not NO_SPARE:
+                return outcome  # type: ignore[return-value]
+        if self.http is not None:
+            return await self.http.run(work, fresh=fresh)
+        return await fresh(work)
 
     async def aclose(self) -> None:
         if self.closed:
@@ -142,6 +146,7 @@ class _Kept:
 
     client: httpx.AsyncClient
     home: Home
+    sessions: DetachedSessions
     stop: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
     gate: anyio.Lock = field(default_factory=anyio.Lock)  # no session starts while idle sockets close
@@ -152,6 +157,7 @@ class _Kept:
         try:
             await self.stop.wait()
         finally:
+            await self.sessions.wait_closed()
             with anyio.CancelScope(shield=True):
                 with contextlib.suppress(Exception):  # sockets already gone
                     await self.client.aclose()
@@ -175,6 +181,7 @@ class SharedHttpClient:
     def __init__(self) -> None:
         self._kept: _Kept | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self.sessions = DetachedSessions()  # open or closing in the home loop
         self.created = 0  # clients made for sharing (for tests)
         self.closed = False
 
@@ -185,13 +192,25 @@ class SharedHttpClient:
         if kept is None and not self.closed:
             home = current_home()
             if home is not None:
-                kept = self._kept = _Kept(make(), home)
+                kept = self._kept = _Kept(make(), home, self.sessions)
                 self.created += 1
                 home.spawn(kept.keep(), name="cubepi-mcp-http-client")
                 if self._finalizer is not None:
                     self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, home.call_soon, kept.stop.set)
         return kept
+
+    async def run(self, work: Work[T], *, fresh: Run[T]) -> T:
+        """`fresh(work)`: detached in the home loop (see `_detached`), where sessions get this client,
+        or the running loop if it can become the home; inline anywhere else."""
+        kept = self._kept
+        if kept is not None and not kept.finished and kept.home.is_alive():
+            home = kept.home if kept.home.is_current() else None
+        else:
+            home = None if self.closed else current_home()
+        if home is None:
+            return await fresh(work)
+        return await self.sessions.run(home, fresh, work)
 
     @contextlib.asynccontextmanager
     async def lease(self, make: Callable[[], httpx.AsyncClient]) -> AsyncIterator[httpx.AsyncClient]:
