@@ -34,12 +34,23 @@ class Home:
         loop = self._loop()
         return loop is not None and not loop.is_closed()
 
-    def spawn(self, coro: Coroutine[Any, Any, None], *, name: str, finish: bool = False) -> None:
-        """Run `coro` as a task of this loop (from inside it); the loop's end cancels it, unless `finish`:
-        then the loop's end waits for it (see `_Finishing`)."""
+    def spawn(
+        self,
+        coro: Coroutine[Any, Any, None],
+        *,
+        name: str,
+        finish: bool = False,
+        at_loop_end: Callable[[], None] | None = None,
+    ) -> None:
+        """Run `coro` as a task of this loop (from inside it). The loop's end cancels it, unless `finish`:
+        then the loop's end calls `at_loop_end` (to make it finish soon) and waits for it (`_Finishing`)."""
         loop = self._loop()
         assert loop is not None
-        task = _Finishing(coro, loop=loop, name=name) if finish else loop.create_task(coro, name=name)
+        if finish:
+            task: asyncio.Task[None] = _Finishing(coro, loop=loop, name=name)
+            task.at_loop_end = at_loop_end  # type: ignore[attr-defined]
+        else:
+            task = loop.create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -59,14 +70,20 @@ class _Finishing(asyncio.Task):  # type: ignore[type-arg]
     """A task that the loop's end does not cut short: it finishes, and the loop's end waits for it.
 
     When ``asyncio.run`` (or anyio's runner) ends, it cancels every task left, from outside the loop, then
-    runs the loop until they are done. A task cut short in the middle of closing a session leaves the
-    SDK's context managers half exited (and may leave the DELETE unsent). This task refuses a cancellation
-    that comes while its loop is not running; cancel scopes (anyio's, which run inside the loop) still
+    runs the loop until they are done. That cancellation, thrown into the SDK's nested context managers
+    of a session being closed, leaves the session's DELETE unsent, and was seen to make the program hang
+    for good (an exception whose context is itself, which contextlib then walks forever). This task
+    refuses a cancellation that comes while its loop is not running and has the loop call `at_loop_end`
+    instead, if set, to make it finish sooner. Cancel scopes (anyio's, which run inside the loop) still
     reach it, so it stays bounded by its own timeouts.
     """
 
+    at_loop_end: Callable[[], None] | None = None
+
     def cancel(self, msg: Any | None = None) -> bool:
         if not self.get_loop().is_running():
+            if self.at_loop_end is not None:
+                self.get_loop().call_soon(self.at_loop_end)  # it runs again, to wait for this task
             return False
         return super().cancel(msg)
 

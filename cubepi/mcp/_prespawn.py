@@ -16,7 +16,6 @@ too), the shutdown cannot complete and asyncio kills the process: never an orpha
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import dataclasses
 import weakref
@@ -52,8 +51,13 @@ class _Spare:
         self.closed = anyio.Event()  # the owner has closed the transport
         self.is_closed = False
 
+    def stop(self) -> None:
+        """Shut it down as soon as it can: released, and its initialize (if under way) interrupted."""
+        self.release.set()
+        self.attempt.interrupt()
+
     async def own(self, endpoint: Endpoint) -> None:
-        """The owner task: open, wait for release (or the loop's end), close. Never raises."""
+        """The owner task: open, wait for release, close. Never raises."""
         from ._session import open_session
 
         try:
@@ -61,13 +65,7 @@ class _Spare:
                 await session.warm_up()
                 self.session = session
                 self.ready.set()
-                try:
-                    await self.release.wait()
-                except asyncio.CancelledError:
-                    # The home loop is ending: close the server properly, then let the loop finish.
-                    _uncancel()
-        except asyncio.CancelledError:
-            _uncancel()
+                await self.release.wait()
         except BaseException as exc:  # a server that fails to start: the claiming call opens a fresh one
             self.failure = exc
         finally:
@@ -75,13 +73,6 @@ class _Spare:
             self.session = None
             self.is_closed = True
             self.closed.set()
-
-
-def _uncancel() -> None:
-    task = asyncio.current_task()
-    uncancel = getattr(task, "uncancel", None)
-    if uncancel is not None:
-        uncancel()
 
 
 class SparePool:
@@ -122,7 +113,12 @@ class SparePool:
         self._live.add(spare)
         self.spawned += 1
         # The task must not refer to the pool (it would keep it, and the spares, alive forever).
-        self._home.spawn(_own(spare, self._endpoint, self._live), name="cubepi-mcp-spare")
+        self._home.spawn(
+            _own(spare, self._endpoint, self._live),
+            name="cubepi-mcp-spare",
+            finish=True,
+            at_loop_end=spare.stop,
+        )
 
     def _rearm(self) -> None:
         if self._finalizer is not None:

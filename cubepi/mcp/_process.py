@@ -24,7 +24,12 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
-__all__ = ["ProcessInfo", "install", "track_process"]
+__all__ = ["SPAWN_LIMIT", "ProcessInfo", "install", "track_process"]
+
+# How long spawning the server's process (not its start-up) may take. Spawning takes milliseconds; the
+# bound is for CPython's asyncio (3.11 to 3.13 at least, gh-103847): when the loop ends while a process is
+# being spawned, the spawn waits forever for pipes that are never connected, and so does the program.
+SPAWN_LIMIT = 3.0
 
 
 class ProcessInfo:
@@ -142,7 +147,8 @@ def install() -> None:
         return
 
     async def create(*args: Any, **kwargs: Any) -> Any:
-        process = await original(*args, **kwargs)
+        with anyio.fail_after(SPAWN_LIMIT):
+            process = await original(*args, **kwargs)
         info = _CURRENT.get()
         if info is None or not isinstance(process, Process):
             return process

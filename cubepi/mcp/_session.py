@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import itertools
 import logging
 import math
 import os
@@ -44,6 +45,9 @@ __all__ = ["Attempt", "Endpoint", "Session", "Timeouts", "open_session", "run_st
 T = TypeVar("T")
 logger = logging.getLogger("cubepi.mcp")
 Phase = Literal["startup", "initialize", "list", "call", "close"]
+
+# The name a spare session's warm-up asks for (see `Session.warm_up`); no listed tool has it.
+WARM_UP_TOOL = "cubepi-warm-up"
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_STARTUP_TIMEOUT = 60.0  # cold `npx -y` / `uvx` starts download packages first
@@ -221,15 +225,30 @@ class Session:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def warm_up(self) -> None:
-        """List the tools once (one page), as the SDK's own fresh sessions do before their first call.
+        """Run the server's code paths of a listing and of a call once, so that the call that takes this
+        (spare) session does not pay for them; also checks the server still answers.
 
-        A spare session does this while it waits: the server's first request runs its cold code paths
-        (a node server's first ``tools/call`` takes about ten times its later ones), and listing runs
-        most of them, so the call that takes the spare does not pay for them. It also checks the
-        spare still answers. Listing is discovery: it changes nothing on the server.
+        A server's first requests run cold code: a node server's first ``tools/call`` takes several times
+        as long as its later ones. This lists the tools (one page, as the SDK's own fresh sessions do), then
+        asks for a tool that none of them is named (`WARM_UP_TOOL`, numbered past any listed name). The
+        server answers that no such tool exists: its request parsing and call dispatch have run, and no
+        tool has. A transport failure on the way raises (the spare is not used).
         """
+        from mcp import types
+        from mcp.shared.exceptions import McpError
+
         with self.phase("list"):
-            await self.client.list_tools()
+            listed = await self.client.list_tools()
+            names = {tool.name for tool in listed.tools}
+            probe = next(name for n in itertools.count() if (name := f"{WARM_UP_TOOL}-{n}") not in names)
+            params = types.CallToolRequestParams(name=probe, arguments={})
+            try:
+                await self.client.send_request(
+                    types.ClientRequest(types.CallToolRequest(params=params)), types.CallToolResult
+                )
+            except McpError as exc:  # "no such tool": what was asked for
+                if _errors.is_transport_mcp_error(exc):
+                    raise
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None, on_update: UpdateCallback | None = None

@@ -84,7 +84,8 @@ class ToolListResources:
     """What the stateless calls of one loaded list share; the `Endpoint` of its tools points here."""
 
     def __init__(self, describe: str, *, share_http: bool = True) -> None:
-        self.http = SharedHttpClient() if share_http else None
+        self.detached = DetachedSessions()
+        self.http = SharedHttpClient(self.detached) if share_http else None
         self.spares: SparePool | None = None
         self.closed = False
         self._describe = describe
@@ -112,20 +113,22 @@ class ToolListResources:
 
     async def run(self, work: Work[T], *, fresh: Run[T], tool_name: str | None) -> T:
         """Run `work` for a stateless call: on the spare when prespawned; else in a fresh session
-        (`fresh(work)`), detached in the home loop of the shared HTTP client, inline anywhere else."""
+        (`fresh(work)`): over HTTP under asyncio detached (see `_detached`), else inline."""
         self.check_open()
         if self.spares is not None:
             outcome = await self.spares.run(work, tool_name=tool_name)
             if outcome is not NO_SPARE:
                 return outcome  # type: ignore[return-value]
-        if self.http is not None:
-            return await self.http.run(work, fresh=fresh)
-        return await fresh(work)
+        home = current_home() if self.http is not None else None
+        if home is None:
+            return await fresh(work)
+        return await self.detached.run(home, fresh, work)
 
     async def aclose(self) -> None:
         if self.closed:
             return
         self.closed = True
+        await self.detached.wait_closed()
         if self.http is not None:
             await self.http.aclose()
         if self.spares is not None:
@@ -178,10 +181,10 @@ class SharedHttpClient:
     the session. When the home loop has ended, the next session makes its own loop the new home.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, sessions: DetachedSessions) -> None:
         self._kept: _Kept | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
-        self.sessions = DetachedSessions()  # open or closing in the home loop
+        self.sessions = sessions  # the client is closed once they have
         self.created = 0  # clients made for sharing (for tests)
         self.closed = False
 
@@ -199,18 +202,6 @@ class SharedHttpClient:
                     self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, home.call_soon, kept.stop.set)
         return kept
-
-    async def run(self, work: Work[T], *, fresh: Run[T]) -> T:
-        """`fresh(work)`: detached in the home loop (see `_detached`), where sessions get this client,
-        or the running loop if it can become the home; inline anywhere else."""
-        kept = self._kept
-        if kept is not None and not kept.finished and kept.home.is_alive():
-            home = kept.home if kept.home.is_current() else None
-        else:
-            home = None if self.closed else current_home()
-        if home is None:
-            return await fresh(work)
-        return await self.sessions.run(home, fresh, work)
 
     @contextlib.asynccontextmanager
     async def lease(self, make: Callable[[], httpx.AsyncClient]) -> AsyncIterator[httpx.AsyncClient]:
