@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
 import subprocess
 import sys
 import textwrap
@@ -231,6 +232,89 @@ async def test_http_call_leaves_no_socket_open(
     assert not leaks.new_connections()
 
 
+async def test_a_sessions_requests_share_one_connection(
+    kitchen_http: RunningServer, client_count: list[Any]
+) -> None:
+    # initialize, the initialized notification, the call and the DELETE: one connection, not four.
+    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
+    assert tools._resources is not None
+    await tools._resources.detached.wait_closed()  # the listing's session has ended (its DELETE is done)
+    seen: list[tuple[str, str | None, object]] = []  # (method, session id, the connection's stream)
+
+    async def record(response: Any) -> None:
+        session = response.request.headers.get("mcp-session-id") or response.headers.get("mcp-session-id")
+        seen.append((response.request.method, session, response.extensions.get("network_stream")))
+
+    client_count[0].event_hooks["response"].append(record)
+    echo = next(t for t in tools if t.name == "echo")
+    assert (await echo.execute({"message": "hi"})).text == "hi"
+    await tools.aclose()
+    call_session = next(session for method, session, _ in seen if method == "POST")  # its initialize
+    streams = [stream for _, session, stream in seen if session == call_session]
+    assert len(streams) == 4 and streams[0] is not None
+    assert all(stream is streams[0] for stream in streams)
+
+
+async def test_a_cancelled_http_call_returns_once_its_session_has_ended(
+    kitchen_http: RunningServer, client_count: list[Any]
+) -> None:
+    # A call returns as soon as its result is in, and the list ends its session behind it; a call cut
+    # short by its caller waits for that end, as a call without a list does.
+    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
+    opened, ended = record_sessions(client_count[0])
+    slow = next(t for t in tools if t.name == "slow")
+    with anyio.move_on_after(0.5) as scope:
+        await slow.execute({"seconds": 30})
+    assert scope.cancelled_caught and len(opened) == 1
+    assert (opened[0], 200) in ended  # before the list was closed
+    await tools.aclose()
+
+
+def test_every_http_session_is_ended_when_the_loop_ends_right_after_the_calls(
+    kitchen_http: RunningServer,
+) -> None:
+    """``asyncio.run`` ending right after the last call: each session still gets its DELETE."""
+    done = _run_script(
+        f"""
+        import asyncio
+        from cubepi.mcp import _session, load_mcp_tools_http
+
+        make = _session.http_client
+
+        def recording(server):
+            client = make(server)
+
+            async def record(response):
+                request = response.request
+                if request.method == "POST" and b'"initialize"' in request.content:
+                    print("opened", response.headers["mcp-session-id"], flush=True)
+                elif request.method == "DELETE":
+                    print("ended", request.headers["mcp-session-id"], response.status_code, flush=True)
+
+            client.event_hooks["response"].append(record)
+            return client
+
+        _session.http_client = recording
+
+        async def main():
+            tools = await load_mcp_tools_http({kitchen_http.url!r}, transport="streamable-http")
+            echo = next(t for t in tools if t.name == "echo")
+            await echo.execute({{"message": "hi"}})
+            await asyncio.gather(*(echo.execute({{"message": str(i)}}) for i in range(3)))
+
+        asyncio.run(main())
+        """,
+        "-X",
+        "dev",
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line.split() for line in done.stdout.splitlines()]
+    opened = {line[1] for line in lines if line[0] == "opened"}
+    ended = {line[1] for line in lines if line[0] == "ended" and line[2] == "200"}
+    assert len(opened) == 5 and ended == opened  # the listing and four calls
+    assert "Traceback" not in done.stderr and "Warning" not in done.stderr, done.stderr
+
+
 async def test_calls_after_aclose_raise_user_error(kitchen_http: RunningServer) -> None:
     tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
     echo = next(t for t in tools if t.name == "echo")
@@ -321,6 +405,45 @@ def test_an_unclosed_prespawn_list_leaves_no_process(counter_script: Path) -> No
     while time.monotonic() < deadline and any(_running(p) for p in pids):
         time.sleep(0.05)
     assert not [p for p in pids if _running(p)]
+
+
+def test_a_prespawn_list_whose_loop_ends_at_once_leaves_no_process(counter_script: Path) -> None:
+    """The loop ends while the first spare is being spawned, when CPython's asyncio would wait forever
+    for the spawn (gh-103847): the program still ends, and no server outlives it."""
+    marker = f"cubepi-test-{os.getpid()}-{time.monotonic_ns()}"
+    started = time.monotonic()
+    done = _run_script(
+        f"""
+        import asyncio
+        from cubepi.mcp import StdioServer, load_mcp_tools
+
+        async def main():
+            server = StdioServer({PYTHON!r}, [{str(counter_script)!r}], env={{"MARKER": {marker!r}}})
+            await load_mcp_tools(server, prespawn=True)
+            await asyncio.sleep(0)
+
+        for _ in range(3):
+            asyncio.run(main())
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 45
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _marked(marker):
+        time.sleep(0.05)
+    assert not _marked(marker)
+
+
+def _marked(marker: str) -> list[int]:
+    """Running processes whose environment carries `marker`."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("MARKER") == marker and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process.pid)
+        except psutil.Error:
+            pass
+    return found
 
 
 def _running(pid: int) -> bool:
