@@ -44,10 +44,11 @@ async def raw_persistent(stack: contextlib.AsyncExitStack, streams: Any) -> Case
     return Case(call)
 
 
-def raw_preinitialized(open_streams: Callable[[], Any], *, listed: bool = False) -> Case:
+def raw_preinitialized(open_streams: Callable[[], Any], *, warmed: bool = False) -> Case:
     """A fresh raw SDK session initialized before the clock starts: the floor of a prespawned call
     (the server's first ``tools/call`` in a new process, which is slower than on a warm one).
-    `listed`: the session has also listed the tools once, as a cubepi spare has."""
+    `warmed`: the session has also listed the tools and asked for a tool that does not exist, as a
+    cubepi spare does while it waits."""
     stack = contextlib.AsyncExitStack()
     holder: dict[str, ClientSession] = {}
 
@@ -55,8 +56,13 @@ def raw_preinitialized(open_streams: Callable[[], Any], *, listed: bool = False)
         read, write = await stack.enter_async_context(open_streams())
         holder["session"] = await stack.enter_async_context(ClientSession(read, write))
         await holder["session"].initialize()
-        if listed:
+        if warmed:
             await holder["session"].list_tools()
+            missing = types.CallToolRequestParams(name="cubepi-warm-up-0", arguments={})
+            with contextlib.suppress(Exception):  # "no such tool"
+                await holder["session"].send_request(
+                    types.ClientRequest(types.CallToolRequest(params=missing)), types.CallToolResult
+                )
 
     async def call() -> Any:
         return await holder["session"].send_request(echo_request(), types.CallToolResult)
@@ -65,9 +71,10 @@ def raw_preinitialized(open_streams: Callable[[], Any], *, listed: bool = False)
 
 
 async def raw_protocol_floor(stack: contextlib.AsyncExitStack, url: str) -> Case:
-    """What a stateless Streamable HTTP call cannot do without: a fresh session's ``initialize``, its
-    ``notifications/initialized`` and one ``tools/call``, on one HTTP client kept for the run, with no
-    GET stream and no DELETE timed (the session is left to the server to expire)."""
+    """The raw SDK doing no more than a stateless Streamable HTTP call must: a fresh session's
+    ``initialize``, its ``notifications/initialized`` and one ``tools/call``, on one HTTP client kept for
+    the run, with no GET stream and no DELETE (the session is left to the server to expire). The SDK's
+    context managers must exit before the call returns, so its transport's teardown is timed."""
     import httpx
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
@@ -156,7 +163,7 @@ def load_cases(command: str, args: list[str], devnull: Any) -> dict[str, Call]:
 
     from cubepi.mcp import StdioServer, load_mcp_tools
 
-    params = StdioServerParameters(command=command, args=args)
+    params = StdioServerParameters(command=command, args=args, env=StdioServer(command, args).environment())
 
     async def cubepi_load() -> Any:
         tools = await load_mcp_tools(StdioServer(command, args))

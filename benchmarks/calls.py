@@ -15,10 +15,11 @@ Cases (a case whose package or feature is missing is left out of the table):
   session the SDK's ``call_tool`` also sends ``tools/list`` (to validate structured output), one round
   trip more than cubepi; ``same work``: ``initialize`` + one ``tools/call`` request, exactly what cubepi
   does; ``pre-initialized``: a fresh session initialized before the clock starts, so only its first
-  ``tools/call`` is timed (the floor of a prespawned call); ``pre-initialized and listed``: the same
-  after one ``tools/list``, as a cubepi spare does; ``persistent``: one session for the run; ``protocol
-  floor`` (Streamable HTTP): what a stateless call cannot skip, ``initialize``, the initialized
-  notification and ``tools/call`` on one HTTP client kept for the run, with no GET stream and no DELETE;
+  ``tools/call`` is timed (the floor of a prespawned call); ``pre-initialized and warmed``: the same
+  after one ``tools/list`` and one ``tools/call`` of a tool that does not exist, as a cubepi spare does;
+  ``persistent``: one session for the run; ``protocol floor`` (Streamable HTTP): the raw SDK doing no
+  more than a stateless call must, ``initialize``, the initialized notification and ``tools/call`` on
+  one HTTP client kept for the run, with no GET stream and no DELETE, its transport's teardown timed;
 - ``langchain-mcp-adapters``: its tools loaded from a connection config (a new session per call).
 
 Cases run interleaved, in a shuffled order each round (seeded), so that load on the machine hits them
@@ -158,7 +159,9 @@ async def stdio_cases(
     stack: contextlib.AsyncExitStack, command: str, args: list[str], devnull: Any
 ) -> dict[str, Call | Case]:
     server = StdioServer(command, args)
-    params = StdioServerParameters(command=command, args=args)
+    # The same environment cubepi gives the server: ENV_PASSTHROUGH forwards NODE_EXTRA_CA_CERTS, for one,
+    # and node reads those certificates at start-up (about 0.1 s where the variable is set).
+    params = StdioServerParameters(command=command, args=args, env=server.environment())
     cases: dict[str, Call | Case] = {
         "cubepi stateless": cubepi_call(make_mcp_agent_tool(ECHO, server)),
         "cubepi stateless + prespawn, spaced": _cases.cubepi_prespawn(
@@ -172,8 +175,8 @@ async def stdio_cases(
         "raw SDK, pre-initialized fresh session": _cases.raw_preinitialized(
             lambda: stdio_client(params, errlog=devnull)
         ),
-        "raw SDK, pre-initialized and listed fresh session": _cases.raw_preinitialized(
-            lambda: stdio_client(params, errlog=devnull), listed=True
+        "raw SDK, pre-initialized and warmed fresh session": _cases.raw_preinitialized(
+            lambda: stdio_client(params, errlog=devnull), warmed=True
         ),
         "raw SDK, persistent session": await _cases.raw_persistent(
             stack, stdio_client(params, errlog=devnull)

@@ -92,7 +92,7 @@ async def _own(handoff: _Handoff[T], run: Run[T], work: Work[T], live: set[_Hand
             logger.debug("closing a session after its call failed: %s", exc)
         else:
             handoff.error = exc
-    except BaseException as exc:  # the home loop is ending
+    except BaseException as exc:  # KeyboardInterrupt and the like: the caller gets it too
         if not handoff.delivered.is_set():
             handoff.error = exc
         raise
