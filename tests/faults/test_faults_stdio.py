@@ -7,8 +7,11 @@ that no child process, file descriptor or socket is left behind.
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
 import time
 
+import psutil
 import pytest
 
 from cubepi import MCPError, MCPTimeoutError
@@ -232,3 +235,42 @@ async def test_startup_timeout_is_separate_from_the_call_timeout() -> None:
     assert time.monotonic() - started < 5
     assert caught.value.phase in ("startup", "initialize") and caught.value.limit == 1.0
     await leaks.check()
+
+
+def test_the_loop_ending_while_a_spare_is_spawned_leaves_no_process() -> None:
+    """`prespawn=True` and a loop that ends right after loading, while the spare is being spawned: CPython's
+    asyncio would wait forever for that spawn (gh-103847). The program ends, and no server outlives it."""
+    marker = f"cubepi-test-{os.getpid()}-{time.monotonic_ns()}"
+    script = f"""
+import asyncio
+from cubepi.mcp import StdioServer, load_mcp_tools
+
+async def main():
+    server = StdioServer({PYTHON!r}, [{str(STDIO_FAULTS)!r}, "ok"], env={{"MARKER": {marker!r}}})
+    await load_mcp_tools(server, prespawn=True)
+    await asyncio.sleep(0)
+
+for _ in range(3):
+    asyncio.run(main())
+"""
+    started = time.monotonic()
+    done = subprocess.run([PYTHON, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert time.monotonic() - started < 45
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _marked(marker):
+        time.sleep(0.05)
+    assert not _marked(marker)
+
+
+def _marked(marker: str) -> list[int]:
+    """Running processes whose environment carries `marker`."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("MARKER") == marker and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process.pid)
+        except psutil.Error:
+            pass
+    return found
