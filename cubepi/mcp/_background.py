@@ -47,8 +47,7 @@ class Home:
         loop = self._loop()
         assert loop is not None
         if finish:
-            task: asyncio.Task[None] = _Finishing(coro, loop=loop, name=name)
-            task.at_loop_end = at_loop_end  # type: ignore[attr-defined]
+            task: asyncio.Task[None] = _Finishing(coro, loop=loop, name=name, at_loop_end=at_loop_end)
         else:
             task = loop.create_task(coro, name=name)
         self._tasks.add(task)
@@ -78,7 +77,16 @@ class _Finishing(asyncio.Task):  # type: ignore[type-arg]
     reach it, so it stays bounded by its own timeouts.
     """
 
-    at_loop_end: Callable[[], None] | None = None
+    def __init__(
+        self,
+        coro: Coroutine[Any, Any, None],
+        *,
+        loop: asyncio.AbstractEventLoop,
+        name: str,
+        at_loop_end: Callable[[], None] | None,
+    ) -> None:
+        super().__init__(coro, loop=loop, name=name)
+        self.at_loop_end = at_loop_end
 
     def cancel(self, msg: Any | None = None) -> bool:
         if not self.get_loop().is_running():

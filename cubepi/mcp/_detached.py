@@ -1,10 +1,11 @@
 """Stateless HTTP calls that return as soon as their result is in, while the list closes their sessions.
 
 Closing an HTTP session (the SDK transport's teardown, then the DELETE that ends the session on the server)
-costs about as much client time as the call itself, and the caller has no use for it. Under asyncio, a
-loaded list's stateless HTTP call therefore runs its whole session (open, initialize, ``tools/call``,
-close) in an *owner* task of the running loop (the SDK's transports are async context managers bound to
-the task that entered them). The caller waits for the result only; the owner goes on closing.
+costs about as much client time as the call itself, and the caller has no use for it. In the home loop of
+the list's shared HTTP client (see `_toollist`), a stateless HTTP call therefore runs its whole session
+(open, initialize, ``tools/call``, close) in an *owner* task of that loop (the SDK's transports are async
+context managers bound to the task that entered them). The caller waits for the result only; the owner
+goes on closing.
 
 Nothing changes in what a call gets (a session no earlier call used) or in how a session closes (the same
 code, the DELETE bounded by `HTTP_CLOSE_GRACE`). A caller cancelled mid-call waits for its session to

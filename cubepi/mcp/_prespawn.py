@@ -10,8 +10,9 @@ each spare is opened, and later closed, by its own *owner* task, a task of the l
 task of that loop). Bounds: at most one spare waits per list; every used session is closed as soon as its
 call ends, with the SDK's full shutdown (stdin closed, grace period, SIGTERM/SIGKILL of the process group).
 Spares are shut down gracefully by `aclose()` and when the list and its tools are garbage-collected. When
-the home loop ends with spares still open (``asyncio.run`` cancels every task, the SDK's reader tasks
-too), the shutdown cannot complete and asyncio kills the process: never an orphan, but not graceful.
+the home loop ends with spares still open, their owners are not cancelled but stopped (`_Spare.stop`:
+released, a start-up under way interrupted); asyncio has cancelled the SDK's reader tasks by then, so the
+shutdown cannot complete and asyncio kills the process: never an orphan, but not graceful.
 """
 
 from __future__ import annotations

@@ -84,8 +84,7 @@ class ToolListResources:
     """What the stateless calls of one loaded list share; the `Endpoint` of its tools points here."""
 
     def __init__(self, describe: str, *, share_http: bool = True) -> None:
-        self.detached = DetachedSessions()
-        self.http = SharedHttpClient(self.detached) if share_http else None
+        self.http = SharedHttpClient() if share_http else None
         self.spares: SparePool | None = None
         self.closed = False
         self._describe = describe
@@ -113,22 +112,20 @@ class ToolListResources:
 
     async def run(self, work: Work[T], *, fresh: Run[T], tool_name: str | None) -> T:
         """Run `work` for a stateless call: on the spare when prespawned; else in a fresh session
-        (`fresh(work)`): over HTTP under asyncio detached (see `_detached`), else inline."""
+        (`fresh(work)`), over HTTP detached in the shared client's home loop (see `_detached`)."""
         self.check_open()
         if self.spares is not None:
             outcome = await self.spares.run(work, tool_name=tool_name)
             if outcome is not NO_SPARE:
                 return outcome  # type: ignore[return-value]
-        home = current_home() if self.http is not None else None
-        if home is None:
-            return await fresh(work)
-        return await self.detached.run(home, fresh, work)
+        if self.http is not None:
+            return await self.http.run(work, fresh=fresh)
+        return await fresh(work)
 
     async def aclose(self) -> None:
         if self.closed:
             return
         self.closed = True
-        await self.detached.wait_closed()
         if self.http is not None:
             await self.http.aclose()
         if self.spares is not None:
@@ -181,10 +178,10 @@ class SharedHttpClient:
     the session. When the home loop has ended, the next session makes its own loop the new home.
     """
 
-    def __init__(self, sessions: DetachedSessions) -> None:
+    def __init__(self) -> None:
         self._kept: _Kept | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
-        self.sessions = sessions  # the client is closed once they have
+        self.sessions = DetachedSessions()  # open or closing in the home loop; the client outlives them
         self.created = 0  # clients made for sharing (for tests)
         self.closed = False
 
@@ -202,6 +199,18 @@ class SharedHttpClient:
                     self._finalizer.detach()
                 self._finalizer = weakref.finalize(self, home.call_soon, kept.stop.set)
         return kept
+
+    async def run(self, work: Work[T], *, fresh: Run[T]) -> T:
+        """`fresh(work)`, detached (see `_detached`) when this loop is the client's home or can become it;
+        inline elsewhere (another loop while the home runs, another backend)."""
+        kept = self._kept
+        if kept is not None and not kept.finished and kept.home.is_alive():
+            home = kept.home if kept.home.is_current() else None
+        else:
+            home = None if self.closed else current_home()
+        if home is None:
+            return await fresh(work)
+        return await self.sessions.run(home, fresh, work)
 
     @contextlib.asynccontextmanager
     async def lease(self, make: Callable[[], httpx.AsyncClient]) -> AsyncIterator[httpx.AsyncClient]:

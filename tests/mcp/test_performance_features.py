@@ -236,8 +236,8 @@ async def test_a_sessions_requests_share_one_connection(
 ) -> None:
     # initialize, the initialized notification, the call and the DELETE: one connection, not four.
     tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
-    assert tools._resources is not None
-    await tools._resources.detached.wait_closed()  # the listing's session has ended (its DELETE is done)
+    assert tools._resources is not None and tools._resources.http is not None
+    await tools._resources.http.sessions.wait_closed()  # the listing's session has ended (its DELETE is done)
     seen: list[tuple[str, str | None, object]] = []  # (method, session id, the connection's stream)
 
     async def record(response: Any) -> None:
