@@ -28,17 +28,8 @@ import anyio.lowlevel
 from ..errors import MCPError, MCPTimeoutError, UserError
 from ..tools import UpdateCallback
 from . import _errors
-from ._http import HTTP_CLOSE_GRACE
-from ._servers import HttpServer, Server, StdioServer
-from ._session import (
-    DEFAULT_STARTUP_TIMEOUT,
-    DEFAULT_TIMEOUT,
-    Attempt,
-    Endpoint,
-    Session,
-    Timeouts,
-    open_session,
-)
+from ._call import HTTP_CLOSE_GRACE
+from ._open import DEFAULT_TIMEOUT, FOLLOW_TIMEOUT, Attempt, Endpoint, Session, Timeouts, open_session
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -51,6 +42,8 @@ if TYPE_CHECKING:
         MessageHandlerFnT,
         SamplingFnT,
     )
+
+    from ._servers import Server
 
 __all__ = ["MCPConnection"]
 
@@ -71,7 +64,7 @@ class MCPConnection:
         server: Server,
         *,
         timeout: float | None = DEFAULT_TIMEOUT,
-        startup_timeout: float | None = DEFAULT_STARTUP_TIMEOUT,
+        startup_timeout: float | None = FOLLOW_TIMEOUT,
         auto_reconnect: bool = False,
         logging_callback: LoggingFnT | None = None,
         sampling_callback: SamplingFnT | None = None,
@@ -79,7 +72,7 @@ class MCPConnection:
         message_handler: MessageHandlerFnT | None = None,
         list_roots_callback: ListRootsFnT | None = None,
     ) -> None:
-        if not isinstance(server, (StdioServer, HttpServer)):
+        if getattr(server, "kind", None) not in ("stdio", "http"):
             raise UserError(f"a connection needs a StdioServer or an HttpServer, got {type(server).__name__}")
         if not isinstance(auto_reconnect, bool):
             raise UserError(f"auto_reconnect must be True or False, got {auto_reconnect!r}")
@@ -155,7 +148,7 @@ class MCPConnection:
         self._closing = True
         self._wake.set()
         self._ready.set()
-        if self._shield is not None and isinstance(self.server, HttpServer):
+        if self._shield is not None and self.server.kind == "http":
             self._shield.deadline = anyio.current_time() + HTTP_CLOSE_GRACE
         group, self._task_group = self._task_group, None
         if group is not None:
@@ -188,13 +181,7 @@ class MCPConnection:
             if opened:  # closing a session whose server is gone: nothing to report
                 logger.debug("closing the connection to %s: %r", self.describe(), exc)
                 return
-            self._failure = _errors.translate(
-                exc,
-                phase=attempt.phase,
-                server=self.describe(),
-                stderr=await attempt.stderr_tail(),
-                note=attempt.note,
-            )
+            self._failure = await attempt.error(exc, self.describe())
             self._ready.set()
             await self._wake.wait()  # the next reconnect request tries again
 
@@ -284,7 +271,6 @@ class MCPConnection:
         assert self._attempt is not None
         attempt = Attempt(tool_name=tool_name, stderr=self._attempt.stderr)
         view = Session(session.client, endpoint or self.endpoint, attempt)
-        view.initialize_result = session.initialize_result
         try:
             return await work(view)
         except BaseException as exc:

@@ -16,11 +16,16 @@ import anyio
 
 from ..errors import CubepiError, MCPError
 
-__all__ = ["is_cancellation", "is_http_4xx_at_initialize", "leaves", "root_cause", "translate"]
+__all__ = ["describe_failure", "is_cancellation", "leaves", "root_cause", "translate"]
 
-# Codes the SDK itself synthesises for transport events (not errors a server chose to send).
+# Errors the SDK itself synthesises for transport events (not errors a server chose to send).
 _CONNECTION_CLOSED = -32000
-_SESSION_TERMINATED = 32600  # the SDK's streamable HTTP client answers a 404 with this
+_SYNTHESISED = {
+    (-32000, "Connection closed"),
+    (-32600, "Session terminated"),  # an HTTP 404 once a session exists
+    (-32603, "Server returned an error response"),  # any other HTTP error status
+    (-32601, "Not Found"),  # an HTTP 404 before a session exists
+}
 
 
 def leaves(exc: BaseException) -> list[BaseException]:
@@ -53,19 +58,17 @@ def root_cause(exc: BaseException) -> BaseException:
     return found[0]
 
 
-def _mcp_error_code(exc: BaseException) -> int | None:
+def sdk_error_code(exc: BaseException) -> int | None:
+    """The JSON-RPC code of an SDK `MCPError` (not cubepi's own), else None."""
     error = getattr(exc, "error", None)
     code = getattr(error, "code", None)
-    return code if isinstance(code, int) and type(exc).__name__.endswith("McpError") else None
+    return code if isinstance(code, int) and type(exc).__module__.startswith("mcp.") else None
 
 
 def is_transport_mcp_error(exc: BaseException) -> bool:
-    """An `McpError` the SDK made up because the connection went away (not one the server sent)."""
-    code = _mcp_error_code(exc)
-    message = str(exc)
-    return (code == _CONNECTION_CLOSED and message == "Connection closed") or (
-        code == _SESSION_TERMINATED and message == "Session terminated"
-    )
+    """An SDK `MCPError` the SDK made up for a transport event (connection gone, HTTP error status)."""
+    code = sdk_error_code(exc)
+    return code is not None and (code, getattr(exc, "message", str(exc))) in _SYNTHESISED
 
 
 def _http_status(exc: BaseException) -> int | None:
@@ -74,37 +77,35 @@ def _http_status(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
-def is_http_4xx_at_initialize(exc: BaseException) -> bool:
-    """Whether a failed Streamable HTTP initialize means "this is an SSE-only server" (spec back-compat)."""
-    for leaf in leaves(exc):
-        status = _http_status(leaf)
-        if status is not None and 400 <= status < 500 and status not in (401, 403):
-            return True
-        if _mcp_error_code(leaf) == _SESSION_TERMINATED:  # a 404 to the initialize POST
-            return True
-    return False
+def describe_failure(exc: BaseException, http_status: int | None = None) -> str:
+    """A short, secret-free account of a transport failure (no URLs: they may carry query tokens).
 
-
-def describe_failure(exc: BaseException) -> str:
-    """A short, secret-free account of a transport failure (no URLs: they may carry query tokens)."""
+    `http_status` is the HTTP error the server answered, when the SDK turned it into a JSON-RPC error.
+    """
     status = _http_status(exc)
+    if status is None and is_transport_mcp_error(exc) and sdk_error_code(exc) != _CONNECTION_CLOSED:
+        status = http_status
     if status is not None:
         reason = getattr(getattr(exc, "response", None), "reason_phrase", "") or ""
         hint = " (check the headers / auth)" if status in (401, 403) else ""
+        if status == 404:
+            hint = " (no MCP endpoint there, or the session expired)"
         return f"the server answered HTTP {status} {reason}".rstrip() + hint
     if is_transport_mcp_error(exc):
-        if _mcp_error_code(exc) == _SESSION_TERMINATED:
-            return "the server answered HTTP 404 (no MCP endpoint there, or the session expired)"
-        return "the server closed the connection"
-    code = _mcp_error_code(exc)
+        if sdk_error_code(exc) == _CONNECTION_CLOSED:
+            return "the server closed the connection"
+        return f"the server answered with an HTTP error ({exc})"
+    code = sdk_error_code(exc)
     if code is not None:
         return f"the server returned JSON-RPC error {code}: {exc}"
+    if type(exc).__module__.startswith("mcp.") and "ValidationError" in type(exc).__name__:
+        return f"the server sent a malformed message: {exc}"
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
     if isinstance(exc, OSError):
         return f"{type(exc).__name__}: {exc.strerror or exc}"
     module = type(exc).__module__
-    if module.startswith(("httpx", "httpcore")):
+    if module.startswith(("httpx", "httpcore")):  # httpx2, httpcore2 too
         text = str(exc)
         return f"{type(exc).__name__}" + (f": {text}" if text and "://" not in text else "")
     text = str(exc)
@@ -129,6 +130,7 @@ def translate(
     stderr: str | None = None,
     note: str | None = None,
     exit_code: int | None = None,
+    http_status: int | None = None,
 ) -> BaseException:
     """The exception to raise in place of `exc`: its root cause as an `MCPError` (cubepi errors as-is).
 
@@ -152,7 +154,7 @@ def translate(
     else:
         action = f"{what} {server}"
     context = f" ({note})" if note else ""
-    failure = describe_failure(root)
+    failure = describe_failure(root, http_status)
     if exit_code is not None and _is_connection_lost(root):
         ended = f"exited with code {exit_code}" if exit_code >= 0 else f"killed by signal {-exit_code}"
         failure += f" ({ended})"
@@ -167,7 +169,7 @@ def translate(
 
 
 def _is_connection_lost(exc: BaseException) -> bool:
-    if is_transport_mcp_error(exc) and _mcp_error_code(exc) == _CONNECTION_CLOSED:
+    if is_transport_mcp_error(exc) and sdk_error_code(exc) == _CONNECTION_CLOSED:
         return True
     return isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream))
 

@@ -7,15 +7,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import UserError
+from ._call import run_stateless
 from ._connection import MCPConnection
+from ._open import FOLLOW_TIMEOUT, Endpoint, Session, Timeouts
 from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
-from ._servers import Headers, HttpServer, HttpTransport, StderrCallback, StdioServer
-from ._session import Endpoint, Session, Timeouts, run_stateless
+from ._servers import Headers, HttpServer, HttpTransport, ProtocolSetting, StderrCallback, StdioServer
 from ._tool import stateless_caller, tool_spec
 from ._toollist import MCPToolList, guard, prepare_resources
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
     from mcp import types as mcp_types
 
 __all__ = ["load_mcp_tools", "load_mcp_tools_http", "load_mcp_tools_stdio"]
@@ -25,7 +26,7 @@ async def load_mcp_tools(
     server: StdioServer | HttpServer | MCPConnection,
     *,
     timeout: float | None = 30.0,
-    startup_timeout: float | None = 60.0,
+    startup_timeout: float | None = FOLLOW_TIMEOUT,
     max_duration: float | None = None,
     prespawn: bool = False,
     prefix: str | None = None,
@@ -42,15 +43,18 @@ async def load_mcp_tools(
     Each tool's `execute` opens a fresh session (a new process for stdio), calls, and closes it. Limits, in
     seconds (None: no limit), raise `MCPTimeoutError` naming the phase when exceeded:
 
-    - `startup_timeout` (default 60): starting the server / connecting, plus ``initialize`` (a cold
+    - `timeout` (default 30): every phase: starting the server / connecting plus ``initialize`` or
+      ``server/discover``, listing the tools, and a call that hears nothing from the server (each
+      progress notification pushes the call's deadline back by `timeout`);
+    - `startup_timeout` (default: `timeout`): start-up alone, for servers slow to start (a cold
       ``npx -y`` or ``uvx`` start downloads packages first);
-    - `timeout` (default 30): listing the tools, and a call that hears nothing from the server: each
-      progress notification pushes the call's deadline back by `timeout`;
     - `max_duration` (default None): the hard bound of a call, progress or not.
 
-    A call that times out or is cancelled sends ``notifications/cancelled`` to the server before the
-    session closes. For an ``"auto"`` HTTP server, the transport found while loading is the one the tools
-    use.
+    The server's protocol is found once, here: ``server/discover`` (the 2026-07-28 revision), else the
+    ``initialize`` handshake. On a 2026-07-28 server every call adopts the discover result (a call is one
+    request); a handshake-era server gets a fresh initialized session per call. A call that times out or
+    is cancelled tells the server so. For an ``"auto"`` HTTP server, the transport found while loading is
+    the one the tools use.
 
     The list's calls share one HTTP client; ``prespawn=True`` (stdio) keeps one spare server started and
     initialized for the next call. `aclose()` (or ``async with``) releases both; closing is optional.
@@ -127,8 +131,9 @@ async def load_mcp_tools_stdio(
     cwd: str | os.PathLike[str] | None = None,
     inherit_env: bool = False,
     on_stderr: StderrCallback | None = None,
+    protocol: ProtocolSetting = "auto",
     timeout: float | None = 30.0,
-    startup_timeout: float | None = 60.0,
+    startup_timeout: float | None = FOLLOW_TIMEOUT,
     max_duration: float | None = None,
     prespawn: bool = False,
     prefix: str | None = None,
@@ -153,7 +158,13 @@ async def load_mcp_tools_stdio(
     """
     return await load_mcp_tools(
         StdioServer(
-            command, tuple(args or ()), env=env, cwd=cwd, inherit_env=inherit_env, on_stderr=on_stderr
+            command,
+            tuple(args or ()),
+            env=env,
+            cwd=cwd,
+            inherit_env=inherit_env,
+            on_stderr=on_stderr,
+            protocol=protocol,
         ),
         timeout=timeout,
         startup_timeout=startup_timeout,
@@ -174,10 +185,11 @@ async def load_mcp_tools_http(
     server_url: str,
     *,
     headers: Headers | None = None,
-    auth: httpx.Auth | None = None,
+    auth: httpx2.Auth | None = None,
     transport: HttpTransport = "auto",
+    protocol: ProtocolSetting = "auto",
     timeout: float | None = 30.0,
-    startup_timeout: float | None = 60.0,
+    startup_timeout: float | None = FOLLOW_TIMEOUT,
     max_duration: float | None = None,
     prefix: str | None = None,
     include: Iterable[str] | None = None,
@@ -190,13 +202,13 @@ async def load_mcp_tools_http(
 ) -> MCPToolList:
     """Load the tools of an MCP server over HTTP: ``"streamable-http"``, ``"sse"`` or ``"auto"``.
 
-    ``"auto"`` tries Streamable HTTP and falls back to SSE when the initialize POST gets a 4xx. `headers`
-    (for example ``{"Authorization": "Bearer ..."}``) and `auth` (any `httpx.Auth`) go on every request;
+    ``"auto"`` tries Streamable HTTP and falls back to SSE when its first POST gets a 4xx. `headers`
+    (for example ``{"Authorization": "Bearer ..."}``) and `auth` (any `httpx2.Auth`) go on every request;
     `headers` may be a callable (sync or async) returning fresh headers, called once per connection.
     Timeouts and policies as for `load_mcp_tools`.
     """
     return await load_mcp_tools(
-        HttpServer(server_url, headers=headers, auth=auth, transport=transport),
+        HttpServer(server_url, headers=headers, auth=auth, transport=transport, protocol=protocol),
         timeout=timeout,
         startup_timeout=startup_timeout,
         max_duration=max_duration,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import itertools
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,10 +29,10 @@ import anyio.lowlevel
 
 from . import _errors
 from ._background import Home, current_home
+from ._open import Attempt, Endpoint, Session, open_session
 
 if TYPE_CHECKING:
-    from ._session import Endpoint, Session
-    from ._toollist import _NoSpare
+    from mcp import types as mcp_types
 
 __all__ = ["SparePool"]
 
@@ -42,8 +43,6 @@ class _Spare:
     """One prespawned session and the events its owner task and its one caller meet on."""
 
     def __init__(self) -> None:
-        from ._session import Attempt
-
         self.attempt = Attempt()
         self.session: Session | None = None
         self.failure: BaseException | None = None
@@ -59,11 +58,9 @@ class _Spare:
 
     async def own(self, endpoint: Endpoint) -> None:
         """The owner task: open, wait for release, close. Never raises."""
-        from ._session import open_session
-
         try:
             async with open_session(endpoint, self.attempt) as session:
-                await session.warm_up()
+                await warm_up(session)
                 self.session = session
                 self.ready.set()
                 await self.release.wait()
@@ -76,8 +73,15 @@ class _Spare:
             self.closed.set()
 
 
+class _NoSpare:
+    def __repr__(self) -> str:
+        return "NO_SPARE"
+
+
 class SparePool:
     """At most one unclaimed spare per list, in the list's home loop; used spares closing behind it."""
+
+    NONE = _NoSpare()  # what `run` returns when no spare could take the call
 
     def __init__(self, endpoint: Endpoint) -> None:
         # Owner tasks get a copy of the endpoint that does not lead back here, so that dropping the
@@ -139,8 +143,6 @@ class SparePool:
 
     async def run(self, work: Callable[[Session], Awaitable[T]], *, tool_name: str | None) -> T | _NoSpare:
         """Run `work` on the spare (waiting for it if it is still starting), or say there is none."""
-        from ._toollist import NO_SPARE
-
         home = self._home
         if home is None or not home.is_current():
             if home is None or not home.is_alive():
@@ -153,17 +155,17 @@ class SparePool:
                     self.start()
                 else:
                     self._candidate = current_home()
-            return NO_SPARE
+            return self.NONE
         spare = self._spare
         if spare is None:
             self.start()
-            return NO_SPARE
+            return self.NONE
         self._spare = None
         try:
             await spare.ready.wait()
             session = spare.session
             if session is None:
-                return NO_SPARE  # it failed to start: a fresh session reports why (or works)
+                return self.NONE  # it failed to start: a fresh session reports why (or works)
             attempt = spare.attempt
             attempt.tool_name = tool_name
             try:
@@ -172,15 +174,7 @@ class SparePool:
                 if _errors.is_cancellation(exc):
                     raise
                 spare.release.set()
-                error = _errors.translate(
-                    exc,
-                    phase=attempt.phase,
-                    server=self._endpoint.describe(),
-                    tool_name=tool_name,
-                    stderr=await attempt.stderr_tail(),
-                    note=attempt.note,
-                )
-                _errors.reraise(error)
+                _errors.reraise(await attempt.error(exc, self._endpoint.describe()))
                 raise  # pragma: no cover - reraise always raises
         finally:
             spare.release.set()
@@ -206,6 +200,38 @@ class SparePool:
                     await spare.closed.wait()
         else:
             _release_all(home, set(live))
+
+
+# The name a spare session's warm-up asks for (see `warm_up`); no listed tool has it.
+WARM_UP_TOOL = "cubepi-warm-up"
+
+
+async def warm_up(session: Session) -> None:
+    """Run the server's code paths of a listing and of a call once, so that the call that takes this
+    (spare) session does not pay for them; also checks the server still answers.
+
+    A server's first requests run cold code: a node server's first ``tools/call`` takes several times as
+    long as its later ones. This lists the tools (one page), then asks for a tool that none of them is
+    named (`WARM_UP_TOOL`, numbered past any listed name). The server answers that no such tool exists:
+    its request parsing and call dispatch have run, and no tool has. A transport failure raises.
+    """
+    from mcp import types
+    from mcp.shared.exceptions import MCPError as SdkError
+
+    with session.phase("list"):
+        listed = await session.client.list_tools()
+        names = {tool.name for tool in listed.tools}
+        probe = next(name for n in itertools.count() if (name := f"{WARM_UP_TOOL}-{n}") not in names)
+        request = types.CallToolRequest(params=types.CallToolRequestParams(name=probe, arguments={}))
+        try:
+            result: mcp_types.CallToolResult = await session.client.send_request(
+                request, types.CallToolResult
+            )
+        except SdkError as exc:  # "no such tool": what was asked for
+            if _errors.is_transport_mcp_error(exc):
+                raise
+        else:
+            del result
 
 
 async def _own(spare: _Spare, endpoint: Endpoint, live: set[_Spare]) -> None:

@@ -10,7 +10,7 @@ import functools
 
 from ..errors import UserError
 
-__all__ = ["INSTALL_HINT", "ensure_sdk"]
+__all__ = ["INSTALL_HINT", "ensure_sdk", "modern_versions"]
 
 INSTALL_HINT = 'pip install "cubepi[mcp]"'
 
@@ -18,7 +18,7 @@ INSTALL_HINT = 'pip install "cubepi[mcp]"'
 @functools.lru_cache(maxsize=1)
 def _check() -> str | None:
     try:
-        import httpx  # noqa: F401
+        import httpx2  # noqa: F401
         import mcp
         import mcp.client.session  # noqa: F401
     except ImportError as exc:
@@ -31,3 +31,12 @@ def ensure_sdk() -> None:
     problem = _check()
     if problem is not None:
         raise UserError(f"connecting to MCP servers needs the MCP extra: {INSTALL_HINT} ({problem})")
+
+
+def modern_versions() -> tuple[str, ...] | None:
+    """The 2026-07-28+ protocol revisions the installed SDK speaks (None: no SDK installed)."""
+    if _check() is not None:
+        return None
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    return tuple(MODERN_PROTOCOL_VERSIONS)

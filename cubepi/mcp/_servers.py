@@ -7,13 +7,15 @@ import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
+from ._connection import MCPConnection
+from ._open import FOLLOW_TIMEOUT
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
     from mcp.client.session import (
         ElicitationFnT,
         ListRootsFnT,
@@ -21,8 +23,6 @@ if TYPE_CHECKING:
         MessageHandlerFnT,
         SamplingFnT,
     )
-
-    from ._connection import MCPConnection
 
 __all__ = [
     "ENV_PASSTHROUGH",
@@ -59,6 +59,21 @@ Headers: TypeAlias = Mapping[str, str] | Callable[[], Any]
 HttpTransport: TypeAlias = Literal["auto", "streamable-http", "sse"]
 _TRANSPORTS = ("auto", "streamable-http", "sse")
 
+# "auto": ``server/discover``, else the handshake; "legacy": always the handshake; or a 2026-07-28+
+# revision to pin (no probe).
+ProtocolSetting: TypeAlias = Literal["auto", "legacy"] | str
+
+
+def _check_protocol(value: object) -> None:
+    if value in ("auto", "legacy"):
+        return
+    from ._sdk import modern_versions
+
+    modern = modern_versions()
+    if not isinstance(value, str) or (modern is not None and value not in modern):
+        known = ", ".join(repr(v) for v in ("auto", "legacy", *(modern or ())))
+        raise UserError(f"protocol must be one of {known}; got {value!r}")
+
 
 class _Connectable:
     """`connect()`, shared by both server configurations."""
@@ -67,7 +82,7 @@ class _Connectable:
         self,
         *,
         timeout: float | None = 30.0,
-        startup_timeout: float | None = 60.0,
+        startup_timeout: float | None = FOLLOW_TIMEOUT,
         auto_reconnect: bool = False,
         logging_callback: LoggingFnT | None = None,
         sampling_callback: SamplingFnT | None = None,
@@ -77,12 +92,11 @@ class _Connectable:
     ) -> MCPConnection:
         """A persistent connection for ``async with server.connect() as conn:`` (see docs/connections.md).
 
-        `startup_timeout` bounds starting and initialize, `timeout` the listing. ``auto_reconnect=True``
+        `timeout` bounds every phase (start-up included, unless `startup_timeout` is given) and every
+        call without progress. ``auto_reconnect=True``
         reopens a dead connection and sends the failed call once more (at-least-once). The callbacks go
         to the SDK's `ClientSession`.
         """
-        from ._connection import MCPConnection
-
         return MCPConnection(
             cast("StdioServer | HttpServer", self),
             timeout=timeout,
@@ -117,8 +131,11 @@ class StdioServer(_Connectable):
     cwd: str | os.PathLike[str] | None = None
     inherit_env: bool = False
     on_stderr: StderrCallback | None = field(default=None, compare=False)
+    protocol: ProtocolSetting = "auto"
+    kind: ClassVar[Literal["stdio"]] = "stdio"
 
     def __post_init__(self) -> None:
+        _check_protocol(self.protocol)
         if not isinstance(self.command, str) or not self.command:
             raise UserError(f"StdioServer needs a command, got {self.command!r}")
         if isinstance(self.args, str):
@@ -155,7 +172,8 @@ class StdioServer(_Connectable):
         env = f", env=<{len(self.env)} vars: {', '.join(sorted(self.env))}>" if self.env else ""
         cwd = f", cwd={os.fspath(self.cwd)!r}" if self.cwd is not None else ""
         inherit = ", inherit_env=True" if self.inherit_env else ""
-        return f"StdioServer(command={self.command!r}, args={list(self.args)!r}{env}{cwd}{inherit})"
+        protocol = f", protocol={self.protocol!r}" if self.protocol != "auto" else ""
+        return f"StdioServer(command={self.command!r}, args={list(self.args)!r}{env}{cwd}{inherit}{protocol})"
 
 
 @dataclass(frozen=True, repr=False)
@@ -164,17 +182,20 @@ class HttpServer(_Connectable):
 
     ``"auto"`` tries Streamable HTTP first and falls back to SSE when the server answers the initialize
     POST with a 4xx, as the MCP specification's backwards-compatibility section describes. `headers` and
-    `auth` (any `httpx.Auth`, so the SDK's OAuth provider works) go on every request; header values never
+    `auth` (any `httpx2.Auth`, so the SDK's OAuth providers work) go on every request; header values never
     appear in a repr or an error, and neither does the URL's query string. `headers` may be a callable
     (sync or async) returning fresh headers: it is called once for each connection (rotating tokens).
     """
 
     url: str
     headers: Headers | None = None
-    auth: httpx.Auth | None = None
+    auth: httpx2.Auth | None = None
     transport: HttpTransport = "auto"
+    protocol: ProtocolSetting = "auto"
+    kind: ClassVar[Literal["http"]] = "http"
 
     def __post_init__(self) -> None:
+        _check_protocol(self.protocol)
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
             raise UserError(f"HttpServer needs an http:// or https:// URL, got {_safe_url(str(self.url))!r}")
         if self.transport not in _TRANSPORTS:
@@ -192,7 +213,10 @@ class HttpServer(_Connectable):
         else:
             headers = f", headers=<{', '.join(sorted(self.headers))}>" if self.headers else ""
         auth = f", auth=<{type(self.auth).__name__}>" if self.auth is not None else ""
-        return f"HttpServer(url={_safe_url(self.url)!r}{headers}{auth}, transport={self.transport!r})"
+        protocol = f", protocol={self.protocol!r}" if self.protocol != "auto" else ""
+        return (
+            f"HttpServer(url={_safe_url(self.url)!r}{headers}{auth}, transport={self.transport!r}{protocol})"
+        )
 
 
 Server: TypeAlias = StdioServer | HttpServer

@@ -10,13 +10,15 @@ from pydantic import BaseModel
 from ..errors import UserError
 from ..schema import schema_to_model, to_arguments
 from ..tools import AgentTool, AgentToolResult, ApprovalPolicy, UpdateCallback
+from ._call import run_stateless
 from ._content import render_mcp_content
+from ._open import FOLLOW_TIMEOUT, Endpoint, Session, Timeouts
 from ._output import OutputCheck
-from ._servers import HttpServer, StdioServer
-from ._session import Endpoint, Session, Timeouts, run_stateless
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
+
+    from ._servers import HttpServer, StdioServer
 
 __all__ = ["ToolCaller", "build_tool", "make_mcp_agent_tool", "stateless_caller", "tool_spec"]
 
@@ -97,7 +99,7 @@ def make_mcp_agent_tool(
     server: StdioServer | HttpServer,
     *,
     timeout: float | None = 30.0,
-    startup_timeout: float | None = 60.0,
+    startup_timeout: float | None = FOLLOW_TIMEOUT,
     max_duration: float | None = None,
 ) -> AgentTool:
     """Wrap one MCP tool definition (as `tools/list` returns it) as an `AgentTool` calling `server`.
@@ -106,7 +108,7 @@ def make_mcp_agent_tool(
     you already hold tool definitions; `load_mcp_tools` lists them for you. `timeout`, `startup_timeout`
     and `max_duration` mean what they mean for `load_mcp_tools`.
     """
-    if not isinstance(server, (StdioServer, HttpServer)):
+    if getattr(server, "kind", None) not in ("stdio", "http"):
         kind = type(server).__name__
         raise UserError(f"make_mcp_agent_tool needs a StdioServer or an HttpServer, got {kind}")
     endpoint = Endpoint(server, Timeouts.from_options(timeout, startup_timeout, max_duration))

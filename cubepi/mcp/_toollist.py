@@ -1,9 +1,10 @@
 """`MCPToolList`: the list a loader returns, and what its stateless calls share.
 
 A loaded list is a plain ``list[AgentTool]`` (indexing, slicing, ``tools + my_tools`` all work) that also
-owns what makes its stateless calls cheap: one HTTP client (connection pool and TLS context) for an HTTP
-server, and with ``prespawn=True`` one spare stdio server process. Every call still runs its own MCP
-session (initialize, call, terminate), on a transport no earlier call used.
+owns what makes its stateless calls cheap: the protocol found at load (on a 2026-07-28 server every call
+adopts its discover result: no handshake), one HTTP client (connection pool and TLS context) for an HTTP
+server, and with ``prespawn=True`` one spare stdio server process. Every call still gets a session no
+earlier call used.
 
 ```python
 async with await load_mcp_tools_http("https://host/mcp") as tools:
@@ -29,16 +30,14 @@ import anyio
 from ..errors import UserError
 from ..tools import AgentTool
 from ._background import Home, current_home
-from ._detached import DetachedSessions, Run, Work
-from ._http import without_get_stream
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
 
+    from ._open import Endpoint
     from ._prespawn import SparePool
-    from ._session import Endpoint
 
-__all__ = ["NO_SPARE", "MCPToolList", "SharedHttpClient", "ToolListResources"]
+__all__ = ["MCPToolList", "SharedHttpClient", "ToolListResources"]
 
 T = TypeVar("T")
 
@@ -96,31 +95,15 @@ class ToolListResources:
             )
 
     @contextlib.asynccontextmanager
-    async def http_client(self, make: Callable[[], httpx.AsyncClient]) -> AsyncIterator[httpx.AsyncClient]:
+    async def http_client(self, make: Callable[[], httpx2.AsyncClient]) -> AsyncIterator[httpx2.AsyncClient]:
         """The client a session to an HTTP server uses: the shared one when this loop is its home."""
         self.check_open()
-
-        def make_stateless() -> httpx.AsyncClient:
-            return without_get_stream(make())
-
         if self.http is None:
-            async with make_stateless() as client:
+            async with make() as client:
                 yield client
         else:
-            async with self.http.lease(make_stateless) as client:
+            async with self.http.lease(make) as client:
                 yield client
-
-    async def run(self, work: Work[T], *, fresh: Run[T], tool_name: str | None) -> T:
-        """Run `work` for a stateless call: on the spare when prespawned; else in a fresh session
-        (`fresh(work)`), over HTTP detached in the shared client's home loop (see `_detached`)."""
-        self.check_open()
-        if self.spares is not None:
-            outcome = await self.spares.run(work, tool_name=tool_name)
-            if outcome is not NO_SPARE:
-                return outcome  # type: ignore[return-value]
-        if self.http is not None:
-            return await self.http.run(work, fresh=fresh)
-        return await fresh(work)
 
     async def aclose(self) -> None:
         if self.closed:
@@ -132,32 +115,20 @@ class ToolListResources:
             await self.spares.aclose()
 
 
-class _NoSpare:
-    def __repr__(self) -> str:
-        return "NO_SPARE"
-
-
-NO_SPARE = _NoSpare()
-
-
 @dataclass
 class _Kept:
     """A client and the keeper task that closes it: when told to, or when its loop ends."""
 
-    client: httpx.AsyncClient
+    client: httpx2.AsyncClient
     home: Home
-    sessions: DetachedSessions
     stop: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
-    gate: anyio.Lock = field(default_factory=anyio.Lock)  # no session starts while idle sockets close
-    leases: int = 0
     finished: bool = False
 
     async def keep(self) -> None:
         try:
             await self.stop.wait()
         finally:
-            await self.sessions.wait_closed()
             with anyio.CancelScope(shield=True):
                 with contextlib.suppress(Exception):  # sockets already gone
                     await self.client.aclose()
@@ -166,33 +137,32 @@ class _Kept:
 
 
 class SharedHttpClient:
-    """One httpx client shared by a list's sessions in its home loop; elsewhere a client per session.
+    """One httpx2 client shared by a list's calls in its home loop; elsewhere a client per call.
 
-    What sharing saves is the client itself (its TLS context costs tens of milliseconds to build) and,
-    between sessions that overlap, their connections. When the last session in flight ends, the pool's
-    idle connections are closed: a stateless call leaves no socket open, as it always did.
+    Sharing saves the client itself (its TLS context costs tens of milliseconds to build) and, between
+    calls, the connections of its pool: on a 2026-07-28 server a call is then one POST on a warm
+    connection. The pool belongs to the list: `aclose()` closes it, and so does the end of its loop.
 
-    httpx clients (their pooled connections) belong to one event loop. The first session opened in an
-    asyncio loop makes it the home: the client is created there and kept by a task of that loop. Sessions
-    opened from another loop (``execute_sync`` runs one per call) get a client of their own, closed with
-    the session. When the home loop has ended, the next session makes its own loop the new home.
+    httpx2 clients (their pooled connections) belong to one event loop. The first call made in an asyncio
+    loop makes it the home: the client is created there and kept by a task of that loop. Calls made from
+    another loop (``execute_sync`` runs one per call) get a client of their own, closed with the call.
+    When the home loop has ended, the next call makes its own loop the new home.
     """
 
     def __init__(self) -> None:
         self._kept: _Kept | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
-        self.sessions = DetachedSessions()  # open or closing in the home loop; the client outlives them
         self.created = 0  # clients made for sharing (for tests)
         self.closed = False
 
-    def _current(self, make: Callable[[], httpx.AsyncClient]) -> _Kept | None:
+    def _current(self, make: Callable[[], httpx2.AsyncClient]) -> _Kept | None:
         kept = self._kept
         if kept is not None and (kept.finished or not kept.home.is_alive()):
             self._kept = kept = None
         if kept is None and not self.closed:
             home = current_home()
             if home is not None:
-                kept = self._kept = _Kept(make(), home, self.sessions)
+                kept = self._kept = _Kept(make(), home)
                 self.created += 1
                 home.spawn(kept.keep(), name="cubepi-mcp-http-client")
                 if self._finalizer is not None:
@@ -200,33 +170,11 @@ class SharedHttpClient:
                 self._finalizer = weakref.finalize(self, home.call_soon, kept.stop.set)
         return kept
 
-    async def run(self, work: Work[T], *, fresh: Run[T]) -> T:
-        """`fresh(work)`, detached (see `_detached`) when this loop is the client's home or can become it;
-        inline elsewhere (another loop while the home runs, another backend)."""
-        kept = self._kept
-        if kept is not None and not kept.finished and kept.home.is_alive():
-            home = kept.home if kept.home.is_current() else None
-        else:
-            home = None if self.closed else current_home()
-        if home is None:
-            return await fresh(work)
-        return await self.sessions.run(home, fresh, work)
-
     @contextlib.asynccontextmanager
-    async def lease(self, make: Callable[[], httpx.AsyncClient]) -> AsyncIterator[httpx.AsyncClient]:
+    async def lease(self, make: Callable[[], httpx2.AsyncClient]) -> AsyncIterator[httpx2.AsyncClient]:
         kept = self._current(make)
         if kept is not None and kept.home.is_current():
-            async with kept.gate:
-                kept.leases += 1
-            try:
-                yield kept.client
-            finally:
-                kept.leases -= 1
-                if kept.leases == 0:
-                    with anyio.CancelScope(shield=True):
-                        async with kept.gate:
-                            if kept.leases == 0:
-                                await _close_idle_connections(kept.client)
+            yield kept.client
             return
         async with make() as client:
             yield client
@@ -245,25 +193,14 @@ class SharedHttpClient:
             kept.home.call_soon(kept.stop.set)
 
 
-async def _close_idle_connections(client: httpx.AsyncClient) -> None:
-    """Close the connections of `client`'s pool that no request uses (httpcore's pool drops them)."""
-    pool = getattr(getattr(client, "_transport", None), "_pool", None)
-    for connection in list(getattr(pool, "connections", ())):
-        with contextlib.suppress(Exception):
-            if connection.is_idle():
-                await connection.aclose()
-
-
 def prepare_resources(endpoint: Endpoint, *, prespawn: bool) -> ToolListResources:
     """The resources of a list about to be loaded from `endpoint`, attached to it (`prespawn`: stdio only)."""
-    from ._servers import HttpServer, StdioServer
-
-    server = endpoint.server
+    kind = endpoint.server.kind
     if not isinstance(prespawn, bool):
         raise UserError(f"prespawn must be True or False, got {prespawn!r}")
-    if prespawn and not isinstance(server, StdioServer):
+    if prespawn and kind != "stdio":
         raise UserError("prespawn=True applies to stdio servers (an HTTP server has no process to start)")
-    resources = ToolListResources(endpoint.describe(), share_http=isinstance(server, HttpServer))
+    resources = ToolListResources(endpoint.describe(), share_http=kind == "http")
     if prespawn:
         from ._prespawn import SparePool
 
