@@ -362,9 +362,10 @@ def timeout_error(
 async def negotiate(client: ClientSession) -> None:
     """Find the server's protocol on a fresh session: ``server/discover``, else the handshake.
 
-    A server that answers discover with an error falls back at once; one that ignores it, after
-    `DISCOVER_LIMIT` seconds. A -32022 answer naming other modern versions goes to the SDK's own
-    negotiation, which probes again at a mutual version.
+    A server that answers discover with an error falls back at once; one that does not answer within
+    `DISCOVER_LIMIT` seconds gets ``initialize``. A server that was only slow to start answers that
+    handshake with -32022 (its connection already serves 2026-07-28), and so does one naming other
+    modern versions: both go to the SDK's own negotiation, which probes again at a mutual version.
     """
     from mcp import types
     from mcp.client._probe import negotiate_auto
@@ -375,16 +376,18 @@ async def negotiate(client: ClientSession) -> None:
     try:
         with anyio.fail_after(DISCOVER_LIMIT):
             raw = await client.send_discover(LATEST_MODERN_VERSION)
-    except SdkError as exc:
-        if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
+    except (SdkError, TimeoutError) as exc:
+        if isinstance(exc, SdkError) and _errors.sdk_error_code(exc) == -32000:
+            raise  # the connection is gone: no era verdict
+        if isinstance(exc, SdkError) and exc.code == UNSUPPORTED_PROTOCOL_VERSION:
             await negotiate_auto(client)
             return
-        if _errors.is_transport_mcp_error(exc) and exc.message == "Connection closed":
-            raise
-        await client.initialize()
-        return
-    except TimeoutError:
-        await client.initialize()
+        try:
+            await client.initialize()
+        except SdkError as refused:
+            if refused.code != UNSUPPORTED_PROTOCOL_VERSION:
+                raise
+            await negotiate_auto(client)
         return
     try:
         result = types.DiscoverResult.model_validate(raw)

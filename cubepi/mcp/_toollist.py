@@ -123,6 +123,8 @@ class _Kept:
     home: Home
     stop: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
+    gate: anyio.Lock = field(default_factory=anyio.Lock)  # no call starts while idle sockets close
+    leases: int = 0
     finished: bool = False
 
     async def keep(self) -> None:
@@ -140,8 +142,8 @@ class SharedHttpClient:
     """One httpx2 client shared by a list's calls in its home loop; elsewhere a client per call.
 
     Sharing saves the client itself (its TLS context costs tens of milliseconds to build) and, between
-    calls, the connections of its pool: on a 2026-07-28 server a call is then one POST on a warm
-    connection. The pool belongs to the list: `aclose()` closes it, and so does the end of its loop.
+    calls that overlap, their connections. When the last call in flight ends, the pool's idle
+    connections are closed: a list between calls keeps no socket open.
 
     httpx2 clients (their pooled connections) belong to one event loop. The first call made in an asyncio
     loop makes it the home: the client is created there and kept by a task of that loop. Calls made from
@@ -174,7 +176,17 @@ class SharedHttpClient:
     async def lease(self, make: Callable[[], httpx2.AsyncClient]) -> AsyncIterator[httpx2.AsyncClient]:
         kept = self._current(make)
         if kept is not None and kept.home.is_current():
-            yield kept.client
+            async with kept.gate:
+                kept.leases += 1
+            try:
+                yield kept.client
+            finally:
+                kept.leases -= 1
+                if kept.leases == 0:
+                    with anyio.CancelScope(shield=True):
+                        async with kept.gate:
+                            if kept.leases == 0:
+                                await _close_idle_connections(kept.client)
             return
         async with make() as client:
             yield client
@@ -191,6 +203,15 @@ class SharedHttpClient:
             await kept.done.wait()
         else:
             kept.home.call_soon(kept.stop.set)
+
+
+async def _close_idle_connections(client: httpx2.AsyncClient) -> None:
+    """Close the connections of `client`'s pool that no request uses (httpcore2's pool drops them)."""
+    pool = getattr(getattr(client, "_transport", None), "_pool", None)
+    for connection in list(getattr(pool, "connections", ())):
+        with contextlib.suppress(Exception):
+            if connection.is_idle():
+                await connection.aclose()
 
 
 def prepare_resources(endpoint: Endpoint, *, prespawn: bool) -> ToolListResources:

@@ -2,15 +2,16 @@
 
 Run it alone with ``python -m cubepi.mcp.demo_server``.
 
-It speaks stdio and needs nothing but the ``mcp`` extra: no network, no API key. The SDK is imported only
-when the server runs, so importing this module is free. (No ``from __future__ import annotations`` here:
-FastMCP reads the tools' annotations at runtime, and the models are local to `build_server`.)
+It speaks stdio, in both protocol eras (2026-07-28 and the ``initialize`` handshake), and needs nothing but
+the ``mcp`` extra: no network, no API key. The SDK is imported only when the server runs, so importing this
+module is free. (No ``from __future__ import annotations`` here: MCPServer reads the tools' annotations at
+runtime, and the models are local to `build_server`.)
 """
 
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from mcp.server.fastmcp import FastMCP
+    from mcp.server.mcpserver import MCPServer
 
 __all__ = ["build_server", "main"]
 
@@ -21,12 +22,12 @@ _FORECASTS = {
 }
 
 
-def build_server() -> "FastMCP":
+def build_server() -> "MCPServer":
     """The demo server: `add`, `greet` and `forecast` (which returns structured content)."""
-    from mcp.server.fastmcp import FastMCP
+    from mcp.server.mcpserver import MCPServer
     from pydantic import BaseModel, Field
 
-    server = FastMCP("cubepi-demo", log_level="WARNING")
+    server = MCPServer("cubepi-demo", log_level="WARNING")
 
     class DayForecast(BaseModel):
         day: int
