@@ -15,7 +15,8 @@ import anyio
 import anyio.lowlevel
 
 from . import _errors
-from ._open import UNSUPPORTED_PROTOCOL_VERSION, Attempt, Endpoint, Interrupted, Session, open_session
+from ._open import open_session
+from ._session import UNSUPPORTED_PROTOCOL_VERSION, Attempt, Endpoint, Interrupted, Session
 
 __all__ = ["HTTP_CLOSE_GRACE", "Work", "run_fresh", "run_stateless"]
 

@@ -29,7 +29,8 @@ from ..errors import MCPError, MCPTimeoutError, UserError
 from ..tools import UpdateCallback
 from . import _errors
 from ._call import HTTP_CLOSE_GRACE
-from ._open import DEFAULT_TIMEOUT, FOLLOW_TIMEOUT, Attempt, Endpoint, Session, Timeouts, open_session
+from ._open import open_session
+from ._session import DEFAULT_TIMEOUT, FOLLOW_TIMEOUT, Attempt, Endpoint, Session, Timeouts
 
 if TYPE_CHECKING:
     from types import TracebackType

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from ..errors import UserError
 from ._call import run_stateless
 from ._connection import MCPConnection
-from ._open import FOLLOW_TIMEOUT, Endpoint, Session, Timeouts
 from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
 from ._servers import Headers, HttpServer, HttpTransport, ProtocolSetting, StderrCallback, StdioServer
+from ._session import FOLLOW_TIMEOUT, Endpoint, Session, Timeouts
 from ._tool import stateless_caller, tool_spec
 from ._toollist import MCPToolList, guard, prepare_resources
 

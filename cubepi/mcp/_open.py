@@ -1,359 +1,52 @@
 """Opening an MCP session in either protocol era, over stdio, Streamable HTTP or SSE.
 
-`Endpoint` is what the calls to one server share: the server, its timeouts, the HTTP transport and the
-protocol found for it (`Protocol`: a 2026-07-28 ``server/discover`` result, or the handshake). `open_session`
-is an async context manager over a transport and an SDK `ClientSession` that is ready to use: on a server
-whose protocol is known it adopts it (2026-07-28: no request at all; handshake era: ``initialize``),
-otherwise it probes ``server/discover`` once, bounded, and falls back to ``initialize``. `Session` adds
-cubepi's phase timeouts to ``tools/list`` and ``tools/call``.
+`open_session(endpoint)` is an async context manager over an SDK transport and a `ClientSession` that is
+ready to use: on a server whose protocol is known it adopts it (2026-07-28: no request at all; handshake
+era: ``initialize``); otherwise it probes ``server/discover`` once, bounded, and falls back to
+``initialize``. For an ``"auto"`` HTTP server it finds the transport (Streamable HTTP, else SSE).
 """
 
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
 import math
 import os
 import shutil
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from ..errors import MCPError, MCPTimeoutError, UserError
-from ..tools import ToolUpdate, UpdateCallback
+from ..errors import MCPError
 from . import _errors
 from ._http import connection_headers, http_client, recording_status
-from ._process import ProcessInfo, track_process
+from ._process import track_process
 from ._sdk import ensure_sdk
+from ._session import (
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Attempt,
+    Endpoint,
+    Interrupted,
+    Protocol,
+    Session,
+    timeout_error,
+)
 from ._stderr import StderrCapture
 
 if TYPE_CHECKING:
     import httpx2
     from mcp import ClientSession
-    from mcp import types as mcp_types
-    from mcp.shared.dispatcher import ProgressFnT
 
-    from ._servers import HttpServer, Server, StdioServer
-    from ._toollist import ToolListResources
+    from ._servers import HttpServer, StdioServer
 
-__all__ = [
-    "DISCOVER_LIMIT",
-    "Attempt",
-    "Endpoint",
-    "Phase",
-    "Protocol",
-    "Session",
-    "Timeouts",
-    "open_session",
-]
+__all__ = ["DISCOVER_LIMIT", "negotiate", "open_session", "resolve_command"]
 
 logger = logging.getLogger("cubepi.mcp")
-Phase = Literal["startup", "initialize", "list", "call", "close"]
 
-DEFAULT_TIMEOUT = 30.0
 # How long a server may take to answer ``server/discover`` before it counts as a handshake-era server that
 # ignores unknown methods (one that answers with an error falls back at once).
 DISCOVER_LIMIT = 2.0
-UNSUPPORTED_PROTOCOL_VERSION = -32022
-
-
-class _FollowTimeout:
-    """The default of `startup_timeout`: the value of `timeout`."""
-
-    def __repr__(self) -> str:
-        return "FOLLOW_TIMEOUT"
-
-
-FOLLOW_TIMEOUT: Any = _FollowTimeout()
-
-
-def _seconds(name: str, value: float | None) -> float | None:
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
-    ):
-        raise UserError(f"{name} must be a positive number of seconds or None, got {value!r}")
-    return None if value is None else float(value)
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    """Limits, in seconds (None: no limit), of each phase of a session.
-
-    `startup` bounds spawning / connecting plus ``initialize`` (or ``server/discover``); `list` the whole
-    listing; `call` a ``tools/call`` with no progress: each progress notification the server sends pushes
-    the call's deadline back by `call`, and `max_duration` (None: no bound) caps the call however much
-    progress arrives.
-    """
-
-    startup: float | None = DEFAULT_TIMEOUT
-    list: float | None = DEFAULT_TIMEOUT
-    call: float | None = DEFAULT_TIMEOUT
-    max_duration: float | None = None
-    startup_keyword: str = "timeout"  # the keyword that set `startup`, for error messages
-
-    @classmethod
-    def from_options(
-        cls,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        startup_timeout: float | None = FOLLOW_TIMEOUT,
-        max_duration: float | None = None,
-    ) -> Timeouts:
-        """What the loaders' `timeout`, `startup_timeout` (default: `timeout`) and `max_duration` mean."""
-        value = _seconds("timeout", timeout)
-        if startup_timeout is FOLLOW_TIMEOUT:
-            startup, keyword = value, "timeout"
-        else:
-            startup, keyword = _seconds("startup_timeout", startup_timeout), "startup_timeout"
-        return cls(
-            startup=startup,
-            list=value,
-            call=value,
-            max_duration=_seconds("max_duration", max_duration),
-            startup_keyword=keyword,
-        )
-
-    def of(self, phase: Phase) -> float | None:
-        if phase in ("startup", "initialize"):
-            return self.startup
-        if phase == "list":
-            return self.list
-        if phase == "call":
-            return self.call
-        return None
-
-
-@dataclass(frozen=True)
-class Protocol:
-    """The protocol a server speaks, found once: a 2026-07-28 discover result, or the handshake era."""
-
-    version: str
-    discover: mcp_types.DiscoverResult | None = None
-
-    @property
-    def stateless(self) -> bool:
-        """True on the 2026-07-28 revision: a call is one request, with no handshake."""
-        return self.discover is not None
-
-
-@dataclass
-class Endpoint:
-    """The server behind one loaded tool list, and what its calls share (transport and protocol found)."""
-
-    server: Server
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    http_transport: Literal["streamable-http", "sse"] | None = None
-    protocol: Protocol | None = None
-    # What the calls of one loaded list share (HTTP client, spare stdio server); None: nothing shared.
-    resources: ToolListResources | None = field(default=None, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        transport = getattr(self.server, "transport", None)
-        if transport in ("streamable-http", "sse"):
-            self.http_transport = transport
-
-    def describe(self) -> str:
-        return self.server.describe()
-
-
-@dataclass
-class Attempt:
-    """Book-keeping of one session for error reports: the phase reached and the server's stderr."""
-
-    tool_name: str | None = None
-    phase: Phase = "startup"
-    stderr: StderrCapture | None = None
-    note: str | None = None  # context for the error message, e.g. how the Streamable HTTP attempt failed
-    # The stdio server's process (its exit code for errors) and its `env` values, kept out of the stderr tail.
-    process: ProcessInfo = field(default_factory=ProcessInfo)
-    secrets: tuple[str, ...] = ()
-    http_status: int | None = None  # the last HTTP error status the server answered
-    # Set when the caller is cancelled while the session is still being opened (see `interrupt`).
-    interrupted: bool = False
-    opening: anyio.CancelScope | None = None
-
-    async def stderr_tail(self) -> str | None:
-        if self.stderr is None:
-            return None
-        with anyio.CancelScope(shield=True):
-            tail = await self.stderr.final_tail()
-        return _errors.redact(tail, self.secrets) or None
-
-    @property
-    def exit_code(self) -> int | None:
-        """The stdio server's exit code once it has ended (None: still running, not stdio, unknown)."""
-        return self.process.returncode
-
-    def interrupt(self) -> None:
-        """The caller was cancelled: stop the start-up under way (the transport still closes unhurried)."""
-        self.interrupted = True
-        if self.opening is not None:
-            self.opening.cancel()
-
-    async def error(self, exc: BaseException, server: str) -> BaseException:
-        """`exc` as the readable error to raise in its place (see `_errors.translate`)."""
-        return _errors.translate(
-            exc,
-            phase=self.phase,
-            server=server,
-            tool_name=self.tool_name,
-            stderr=await self.stderr_tail(),
-            note=self.note,
-            exit_code=self.exit_code,
-            http_status=self.http_status,
-        )
-
-
-class Interrupted(Exception):
-    """Raised out of `open_session` when `Attempt.interrupt` stopped the start-up: the caller's
-    cancellation is delivered in its place once the transport has closed."""
-
-
-class Session:
-    """A ready MCP session with phase timeouts. Only valid inside `open_session`."""
-
-    def __init__(self, client: ClientSession, endpoint: Endpoint, attempt: Attempt) -> None:
-        self.client = client
-        self.endpoint = endpoint
-        self.attempt = attempt
-
-    @contextlib.contextmanager
-    def phase(self, phase: Phase) -> Any:
-        """Bound a phase by its timeout; raise `MCPTimeoutError` naming it when exceeded."""
-        self.attempt.phase = phase
-        limit = self.endpoint.timeouts.of(phase)
-        with anyio.move_on_after(math.inf if limit is None else limit) as scope:
-            yield
-        if scope.cancelled_caught and limit is not None:
-            raise timeout_error(self.endpoint, self.attempt, phase, limit)
-
-    async def list_tools(self) -> list[mcp_types.Tool]:
-        """Every tool the server lists, following `nextCursor` to the end (a repeated cursor is an error)."""
-        from mcp import types
-
-        tools: list[types.Tool] = []
-        seen: set[str] = set()
-        cursor: str | None = None
-        with self.phase("list"):
-            while True:
-                params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-                page = await self.client.list_tools(params=params)
-                tools.extend(page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    return _usable_tools(tools, self.endpoint.describe())
-                if cursor in seen:
-                    raise MCPError(
-                        f"listing the tools of {self.endpoint.describe()} failed: the server repeated the "
-                        f"pagination cursor {cursor[:40]!r} after {len(tools)} tools",
-                        server=self.endpoint.describe(),
-                    )
-                seen.add(cursor)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None, on_update: UpdateCallback | None = None
-    ) -> mcp_types.CallToolResult:
-        """``tools/call``. A JSON-RPC error the server sends comes back as an `isError` result; a transport
-        failure raises. The SDK's output-schema check (which would list the tools first) is not run here.
-
-        The call may go `timeouts.call` seconds without hearing from the server: every progress
-        notification pushes the deadline back, up to `timeouts.max_duration` in all. When the deadline
-        passes, or the caller is cancelled, the SDK tells the server (``notifications/cancelled``, or on a
-        2026-07-28 HTTP call by aborting the request).
-        """
-        from mcp import types
-        from mcp.shared.exceptions import MCPError as SdkError
-
-        request = types.CallToolRequest(
-            params=types.CallToolRequestParams(name=name, arguments=dict(arguments or {}))
-        )
-        self.attempt.phase = "call"
-        timeouts = self.endpoint.timeouts
-        idle = math.inf if timeouts.call is None else timeouts.call
-        started = anyio.current_time()
-        hard = math.inf if timeouts.max_duration is None else started + timeouts.max_duration
-        # Always ask for progress (a progressToken): progress is what keeps a long call alive.
-        with anyio.CancelScope(deadline=min(started + idle, hard)) as scope:
-            progress = _progress_relay(scope, idle, hard, on_update)
-            try:
-                return await self.client.send_request(
-                    request, types.CallToolResult, progress_callback=progress
-                )
-            except SdkError as exc:
-                if _errors.is_transport_mcp_error(exc) or exc.code == UNSUPPORTED_PROTOCOL_VERSION:
-                    raise
-                return types.CallToolResult(
-                    content=[types.TextContent(type="text", text=exc.error.message)],
-                    is_error=True,
-                    _meta={"jsonrpc_error": exc.error.model_dump(mode="json", exclude_none=True)},
-                )
-        if scope.deadline >= hard:
-            assert timeouts.max_duration is not None
-            raise timeout_error(
-                self.endpoint, self.attempt, "call", timeouts.max_duration, what="max_duration"
-            )
-        assert timeouts.call is not None
-        raise timeout_error(self.endpoint, self.attempt, "call", timeouts.call)
-
-
-def _usable_tools(tools: list[mcp_types.Tool], server: str) -> list[mcp_types.Tool]:
-    """The listed tools a caller can use: one without a name is skipped, and of tools sharing a name the
-    first is kept, each with a warning on the ``cubepi.mcp`` logger. Names are never rewritten."""
-    usable: list[mcp_types.Tool] = []
-    names: set[str] = set()
-    for tool in tools:
-        if not tool.name:
-            logger.warning("skipping a tool without a name listed by %s", server)
-        elif tool.name in names:
-            logger.warning(
-                "skipping a second tool named %r listed by %s (keeping the first)", tool.name, server
-            )
-        else:
-            names.add(tool.name)
-            usable.append(tool)
-    return usable
-
-
-def _progress_relay(
-    scope: anyio.CancelScope, idle: float, hard: float, on_update: UpdateCallback | None
-) -> ProgressFnT:
-    """Progress notifications push `scope`'s deadline back by `idle` (never past `hard`), then reach
-    `on_update`."""
-
-    async def relay(progress: float, total: float | None, message: str | None) -> None:
-        if not scope.cancel_called:
-            scope.deadline = min(anyio.current_time() + idle, hard)
-        if on_update is not None:
-            outcome = on_update(ToolUpdate(progress=progress, total=total, message=message))
-            if inspect.isawaitable(outcome):
-                await outcome
-
-    return relay
-
-
-def timeout_error(
-    endpoint: Endpoint, attempt: Attempt, phase: Phase, limit: float, *, what: str = "timeout"
-) -> MCPTimeoutError:
-    """The `MCPTimeoutError` of `phase`, naming the limit that ran out and the keyword that sets it."""
-    server = endpoint.describe()
-    if phase == "call" and attempt.tool_name:
-        action = f"calling tool {attempt.tool_name!r} on {server}"
-    else:
-        verb = {"initialize": "initializing", "list": "listing the tools of", "startup": "starting"}
-        action = f"{verb.get(phase, phase)} {server}"
-    if what == "max_duration":
-        text = f"{action} ran past max_duration={limit:g} s (phase: {phase})"
-    elif phase == "call":
-        text = f"{action} timed out: no result or progress for {limit:g} s (timeout; phase: {phase})"
-    elif phase in ("startup", "initialize"):
-        keyword = endpoint.timeouts.startup_keyword
-        text = f"{action} timed out after {limit:g} s ({keyword}={limit:g}; phase: {phase})"
-    else:
-        text = f"{action} timed out after {limit:g} s (timeout={limit:g}; phase: {phase})"
-    return MCPTimeoutError(text, phase=phase, limit=limit, tool_name=attempt.tool_name, server=server)
 
 
 # -- negotiation -------------------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ import anyio.lowlevel
 
 from . import _errors
 from ._background import Home, current_home
-from ._open import Attempt, Endpoint, Session, open_session
+from ._open import open_session
+from ._session import Attempt, Endpoint, Session
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types

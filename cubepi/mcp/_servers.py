@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
 from ._connection import MCPConnection
-from ._open import FOLLOW_TIMEOUT
+from ._session import FOLLOW_TIMEOUT
 
 if TYPE_CHECKING:
     import httpx2

@@ -12,8 +12,8 @@ from ..schema import schema_to_model, to_arguments
 from ..tools import AgentTool, AgentToolResult, ApprovalPolicy, UpdateCallback
 from ._call import run_stateless
 from ._content import render_mcp_content
-from ._open import FOLLOW_TIMEOUT, Endpoint, Session, Timeouts
 from ._output import OutputCheck
+from ._session import FOLLOW_TIMEOUT, Endpoint, Session, Timeouts
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types

@@ -34,8 +34,8 @@ from ._background import Home, current_home
 if TYPE_CHECKING:
     import httpx2
 
-    from ._open import Endpoint
     from ._prespawn import SparePool
+    from ._session import Endpoint
 
 __all__ = ["MCPToolList", "SharedHttpClient", "ToolListResources"]
 
