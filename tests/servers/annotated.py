@@ -1,27 +1,48 @@
-"""A FastMCP server for policies and connections: annotated tools, counters kept in files, client features.
+"""An MCPServer for policies and connections: annotated tools, counters kept in files, client features.
 
 Counters live in files named by the caller, so they survive the server process: a stateless call (a new
-process each time) or a reconnect can be counted. Run: python annotated.py [stdio|streamable-http|sse].
+process each time) or a reconnect can be counted. Run: python annotated.py [stdio|streamable-http|sse]
+(over HTTP on 127.0.0.1:$PORT, Streamable HTTP at /mcp, SSE at /sse). It speaks both protocol eras.
+
+`ask`, `confirm` and `roots` get the client's answer through resolvers (`Resolve`): a server-to-client
+request in the handshake era, an `InputRequiredResult` the client answers and retries in 2026-07-28.
+`chatty`'s log messages reach a 2026-07-28 client only if its request opts in to a log level.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
+from typing import Annotated
 
 import anyio
 from mcp import types
-from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    Context,
+    Elicit,
+    ElicitationResult,
+    ListRoots,
+    MCPServer,
+    Resolve,
+    Sample,
+)
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
-server = FastMCP("annotated")
+# `chatty` uses the logging capability on purpose, though 2026-07-28 deprecates it.
+warnings.filterwarnings("ignore", message="The logging capability", category=MCPDeprecationWarning)
 
-READ_ONLY = ToolAnnotations(readOnlyHint=True)
-IDEMPOTENT = ToolAnnotations(readOnlyHint=False, idempotentHint=True, destructiveHint=True)
-DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True)
-ADDITIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=False)
+server = MCPServer("annotated")
+
+READ_ONLY = ToolAnnotations(read_only_hint=True)
+IDEMPOTENT = ToolAnnotations(read_only_hint=False, idempotent_hint=True, destructive_hint=True)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True)
+ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False)
 
 
 def _bump(path: str) -> int:
@@ -60,7 +81,7 @@ def flaky_write(path: str, failures: int = 0) -> str:
 def refuse(path: str) -> str:
     """Read-only. Counts calls in `path`, then reports an error (isError)."""
     count = _bump(path)
-    raise ValueError(f"refused (call {count})")
+    raise ToolError(f"refused (call {count})")
 
 
 @server.tool(annotations=READ_ONLY)
@@ -143,21 +164,22 @@ def pid() -> int:
 
 
 @server.tool()
-async def chatty(ctx: Context) -> str:  # type: ignore[type-arg]
+async def chatty(ctx: Context) -> str:
     """Send two log messages to the client, then answer."""
     await ctx.info("starting the chat")
     await ctx.warning("almost done")
     return "chatted"
 
 
+def _sample(question: str) -> Sample:
+    message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text=question))
+    return Sample([message], max_tokens=20)
+
+
 @server.tool()
-async def ask(question: str, ctx: Context) -> str:  # type: ignore[type-arg]
+async def ask(question: str, answer: Annotated[types.CreateMessageResult, Resolve(_sample)]) -> str:
     """Ask the client's model (sampling) and return its answer."""
-    result = await ctx.session.create_message(
-        messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=question))],
-        max_tokens=20,
-    )
-    content = result.content
+    content = answer.content
     return content.text if isinstance(content, types.TextContent) else str(content)
 
 
@@ -165,26 +187,34 @@ class Confirmation(BaseModel):
     confirm: bool
 
 
+def _confirmation(action: str) -> Elicit[Confirmation]:
+    return Elicit(f"Really {action}?", Confirmation)
+
+
 @server.tool()
-async def confirm(action: str, ctx: Context) -> str:  # type: ignore[type-arg]
+async def confirm(
+    action: str, answer: Annotated[ElicitationResult[Confirmation], Resolve(_confirmation)]
+) -> str:
     """Ask the user (elicitation) to confirm `action`."""
-    answer = await ctx.elicit(f"Really {action}?", Confirmation)
-    if answer.action == "accept":
+    if isinstance(answer, AcceptedElicitation):
         return f"{action}: confirmed={answer.data.confirm}"
     return f"{action}: {answer.action}"
 
 
+def _roots() -> ListRoots:
+    return ListRoots()
+
+
 @server.tool()
-async def roots(ctx: Context) -> list[str]:  # type: ignore[type-arg]
+async def roots(listed: Annotated[types.ListRootsResult, Resolve(_roots)]) -> list[str]:
     """The client's roots (roots/list)."""
-    listed = await ctx.session.list_roots()
     return [str(root.uri) for root in listed.roots]
 
 
 if __name__ == "__main__":
     transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
-    if transport != "stdio":
-        server.settings.host = "127.0.0.1"
-        server.settings.port = int(os.environ["PORT"])
+    if transport == "stdio":
+        server.run("stdio")
+    else:
         server.settings.log_level = "WARNING"
-    server.run(transport)  # type: ignore[arg-type]
+        server.run(transport, host="127.0.0.1", port=int(os.environ["PORT"]))  # type: ignore[call-overload]

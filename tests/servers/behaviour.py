@@ -1,8 +1,15 @@
 """A low-level MCP server for session behaviour: cancellation, progress, output schemas, env, stderr.
 
-Run: ``python behaviour.py``. With ``BEHAVIOUR_RECORD=<file>`` every message it receives is appended to
-that file as one JSON line (so tests can see ``notifications/cancelled``). Its tools are listed on two
-pages; ``shaped`` (with an outputSchema) is on the second.
+Run: ``python behaviour.py`` (stdio). With ``BEHAVIOUR_RECORD=<file>`` every message it receives is appended
+to that file as one JSON line, as it came over the wire (so tests can see ``notifications/cancelled``). Its
+tools are listed on two pages; ``shaped`` (with an outputSchema) is on the second. ``BEHAVIOUR_PAGES=cycle``
+makes the cursors cycle.
+
+It speaks both protocol eras (`Server.run` serves either). What gets recorded differs by era: a handshake
+client sends ``initialize`` and ``notifications/initialized`` first; a 2026-07-28 client sends
+``server/discover`` and carries its protocol version, client info and capabilities in every request's
+``params._meta`` instead. ``tools/call``, ``notifications/cancelled`` and ``_meta.progressToken`` look the
+same in both.
 """
 
 from __future__ import annotations
@@ -14,10 +21,9 @@ from typing import Any
 
 import anyio
 from mcp import types
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-
-server: Server = Server("behaviour")
 
 OUTPUT_SCHEMA = {
     "type": "object",
@@ -30,7 +36,7 @@ def _tool(name: str, description: str, properties: dict[str, Any], **extra: Any)
     return types.Tool(
         name=name,
         description=description,
-        inputSchema={"type": "object", "properties": properties},
+        input_schema={"type": "object", "properties": properties},
         **extra,
     )
 
@@ -54,35 +60,32 @@ PAGES = [
             "shaped",
             "Output that matches its outputSchema (mode good), does not (bad) or is missing (none).",
             {"mode": {"type": "string"}},
-            outputSchema=OUTPUT_SCHEMA,
+            output_schema=OUTPUT_SCHEMA,
         ),
         _tool("noisy", "Prints `lines` lines on stderr, then answers.", {"lines": {"type": "integer"}}),
     ],
 ]
 
 
-@server.list_tools()
-async def list_tools(request: types.ListToolsRequest) -> types.ListToolsResult:
-    params = request.params if request is not None else None  # None: the SDK's own tool-cache refresh
+async def list_tools(
+    ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
     cursor = params.cursor if params else None
     index = int(cursor) if cursor else 0
     if os.environ.get("BEHAVIOUR_PAGES") == "cycle":  # pages 0 -> 1 -> 0 -> 1 ...: cursors "1", "0", "1"
-        return types.ListToolsResult(tools=PAGES[index], nextCursor=str((index + 1) % len(PAGES)))
+        return types.ListToolsResult(tools=PAGES[index], next_cursor=str((index + 1) % len(PAGES)))
     more = index + 1 < len(PAGES)
-    return types.ListToolsResult(tools=PAGES[index], nextCursor=str(index + 1) if more else None)
+    return types.ListToolsResult(tools=PAGES[index], next_cursor=str(index + 1) if more else None)
 
 
 def _text(text: str) -> list[types.ContentBlock]:
     return [types.TextContent(type="text", text=text)]
 
 
-@server.call_tool(validate_input=False)
-async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
+async def _run_tool(ctx: ServerRequestContext, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
     if name == "hang":
         await anyio.sleep_forever()
     if name == "ticking":
-        ctx = server.request_context
-        token = ctx.meta.progressToken if ctx.meta else None
         seconds = float(arguments.get("seconds", 1))
         interval = float(arguments.get("interval", 0.2))
         ticks = 0
@@ -90,27 +93,36 @@ async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
             while True:
                 await anyio.sleep(interval)
                 ticks += 1
-                if token is not None:
-                    await ctx.session.send_progress_notification(
-                        token, ticks, None, f"tick {ticks}", related_request_id=ctx.request_id
-                    )
-        return _text(f"ticked {ticks} times")
+                # Sent against the request's progressToken; nothing is sent when the request has none.
+                await ctx.session.report_progress(ticks, None, f"tick {ticks}")
+        return types.CallToolResult(content=_text(f"ticked {ticks} times"))
     if name == "context":
         names = arguments.get("names") or []
         found = {"cwd": os.getcwd(), "env": {key: os.environ.get(key) for key in names}}
-        return types.CallToolResult(content=_text(json.dumps(found)), structuredContent=found)
+        return types.CallToolResult(content=_text(json.dumps(found)), structured_content=found)
     if name == "shaped":
         mode = arguments.get("mode", "good")
         if mode == "none":
             return types.CallToolResult(content=_text("three things (no structure)"))
         structured = {"count": 3, "label": "things"} if mode == "good" else {"count": "three", "label": 3}
-        # A CallToolResult is passed through as is: the SDK's server does not check it against the schema.
-        return types.CallToolResult(content=_text("three things"), structuredContent=structured)
+        # Passed through as is: the SDK's low-level server does not check it against the outputSchema.
+        return types.CallToolResult(content=_text("three things"), structured_content=structured)
     if name == "noisy":
         for line in range(int(arguments.get("lines", 3))):
             print(f"noise line {line}", file=sys.stderr, flush=True)
-        return _text("made some noise")
+        return types.CallToolResult(content=_text("made some noise"))
     raise ValueError(f"unknown tool {name}")
+
+
+async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+    """Runs the tool; arguments are not checked against the input schemas (tests send odd ones on purpose)."""
+    try:
+        return await _run_tool(ctx, params.name, params.arguments or {})
+    except Exception as error:  # an error result, as the 1.x SDK's low-level server made of an exception
+        return types.CallToolResult(content=_text(str(error)), is_error=True)
+
+
+server: Server = Server("behaviour", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 def _append(path: str, line: str) -> None:

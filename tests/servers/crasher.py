@@ -1,4 +1,4 @@
-"""A "server" that prints to stderr and dies before answering initialize."""
+"""A "server" that prints to stderr and dies before answering anything (`initialize` or `server/discover`)."""
 
 import sys
 

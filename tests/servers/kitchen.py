@@ -1,4 +1,9 @@
-"""A FastMCP server with one tool per thing cubepi must handle (run: python kitchen.py)."""
+"""An MCPServer with one tool per thing cubepi must handle.
+
+Run: python kitchen.py [stdio|streamable-http|sse]. It speaks both protocol eras: 2026-07-28
+(`server/discover`, then self-describing requests) and the `initialize` handshake. Over HTTP it listens on
+127.0.0.1:$PORT (Streamable HTTP at /mcp, SSE at /sse). `KITCHEN_START_DELAY` (seconds) delays the start.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,11 @@ import time
 
 import anyio
 from mcp import types
-from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
-server = FastMCP("kitchen")
+server = MCPServer("kitchen")
 
 # A 1x1 transparent PNG.
 PNG = base64.b64decode(
@@ -37,7 +43,7 @@ def image() -> list[types.ContentBlock]:
     """A tiny PNG and a caption."""
     return [
         types.TextContent(type="text", text="a 1x1 png"),
-        types.ImageContent(type="image", data=base64.b64encode(PNG).decode(), mimeType="image/png"),
+        types.ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png"),
     ]
 
 
@@ -45,7 +51,7 @@ def image() -> list[types.ContentBlock]:
 def audio() -> list[types.ContentBlock]:
     """One second of silence (fake WAV bytes)."""
     data = base64.b64encode(b"\0" * 2048).decode()
-    return [types.AudioContent(type="audio", data=data, mimeType="audio/wav")]
+    return [types.AudioContent(type="audio", data=data, mime_type="audio/wav")]
 
 
 @server.tool(structured_output=False)
@@ -55,19 +61,19 @@ def resources() -> list[types.ContentBlock]:
         types.ResourceLink(type="resource_link", name="readme", uri="file:///srv/README.md"),
         types.EmbeddedResource(
             type="resource",
-            resource=types.TextResourceContents(uri="memo://note", mimeType="text/plain", text="the note"),
+            resource=types.TextResourceContents(uri="memo://note", mime_type="text/plain", text="the note"),
         ),
         types.EmbeddedResource(
             type="resource",
             resource=types.BlobResourceContents(
-                uri="memo://pixel", mimeType="image/png", blob=base64.b64encode(PNG).decode()
+                uri="memo://pixel", mime_type="image/png", blob=base64.b64encode(PNG).decode()
             ),
         ),
         types.EmbeddedResource(
             type="resource",
             resource=types.BlobResourceContents(
                 uri="memo://data.bin",
-                mimeType="application/octet-stream",
+                mime_type="application/octet-stream",
                 blob=base64.b64encode(b"x" * 3000).decode(),
             ),
         ),
@@ -89,11 +95,11 @@ def weather(city: str) -> Weather:
 @server.tool()
 def fail(reason: str = "it broke") -> str:
     """Always fails (the server reports isError)."""
-    raise ValueError(reason)
+    raise ToolError(reason)  # an anticipated failure: its text reaches the client (a crash's would not)
 
 
 @server.tool()
-async def progress(steps: int, ctx: Context) -> str:  # type: ignore[type-arg]
+async def progress(steps: int, ctx: Context) -> str:
     """Report progress `steps` times, then finish."""
     for step in range(1, steps + 1):
         await ctx.report_progress(step, steps, f"step {step}")
@@ -102,7 +108,7 @@ async def progress(steps: int, ctx: Context) -> str:  # type: ignore[type-arg]
 
 
 @server.tool()
-async def slow(seconds: float, ctx: Context) -> str:  # type: ignore[type-arg]
+async def slow(seconds: float, ctx: Context) -> str:
     """Say "sleeping" (a progress notification), sleep, then answer."""
     await ctx.report_progress(0, None, "sleeping")
     await anyio.sleep(seconds)
@@ -123,10 +129,9 @@ def context(names: list[str]) -> dict[str, object]:
 
 
 @server.tool()
-def header(name: str, ctx: Context) -> str:  # type: ignore[type-arg]
+def header(name: str, ctx: Context) -> str:
     """The value of an HTTP request header as the server received it ("<none>" if absent)."""
-    request = ctx.request_context.request
-    headers = getattr(request, "headers", None)
+    headers = ctx.headers
     return str(headers.get(name, "<none>")) if headers is not None else "<not http>"
 
 
@@ -141,8 +146,8 @@ if __name__ == "__main__":
     if delay:
         time.sleep(delay)
     transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
-    if transport != "stdio":
-        server.settings.host = "127.0.0.1"
-        server.settings.port = int(os.environ["PORT"])
+    if transport == "stdio":
+        server.run("stdio")
+    else:
         server.settings.log_level = "WARNING"
-    server.run(transport)  # type: ignore[arg-type]
+        server.run(transport, host="127.0.0.1", port=int(os.environ["PORT"]))  # type: ignore[call-overload]

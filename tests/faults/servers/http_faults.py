@@ -10,9 +10,16 @@ Paths on PORT (Streamable HTTP with JSON responses, stateless, unless said other
 /status/NNN   answers every request with HTTP NNN (401 and 403 with WWW-Authenticate, 404, 405, 500)
 /sse-404      an old SSE-only server: POST gives 404; GET opens the SSE stream (endpoint event, messages)
 /sse-405      the same with 405 for POST
-/slow-init    initialize answered after 30 s
+/slow-init    initialize (and server/discover) answered after 30 s
 /slow-delete  a stateful server (initialize gives an ``Mcp-Session-Id``) whose DELETE hangs for 30 s
 /redirect     307 to http://127.0.0.1:OTHER_PORT/mcp (another origin, which records what it got)
+
+Every MCP path speaks both protocol eras, deciding per request as 2026-07-28 does: a request whose
+``params._meta`` carries ``io.modelcontextprotocol/protocolVersion`` is answered the 2026-07-28 way
+(``resultType``, cache hints and a ``serverInfo`` stamp in the result; an error with the HTTP status the
+revision gives it), anything else the handshake way; ``initialize`` and ``server/discover`` are both
+answered. 2026-07-28 has no sessions, so /slow-delete only misbehaves for a handshake-era client (it never
+sends DELETE otherwise).
 
 Tool `cut` answers with an SSE response that stops in the middle of an event and closes the connection;
 `cut_json` announces a 4000-byte JSON body, sends 30 bytes and closes the connection.
@@ -34,6 +41,14 @@ PORT = int(sys.argv[1])
 OTHER_PORT = int(sys.argv[2])
 RECORD = sys.argv[3]
 _record_lock = threading.Lock()
+
+MODERN_VERSION = "2026-07-28"
+VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+SERVER_INFO = {"name": "http_faults", "version": "0"}
+STAMP = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}  # what a 2026-07-28 result carries in `_meta`
+UNCACHED = {"ttlMs": 0, "cacheScope": "private"}  # 2026-07-28 list and discover results must carry these
+ERROR_STATUS = {-32601: 404, -32602: 400}  # the HTTP status of a 2026-07-28 error response
+OPENING = ("initialize", "server/discover")  # a client's first request in each era
 
 TOOLS = [
     {
@@ -74,21 +89,31 @@ def record(port: int, method: str, path: str, headers: dict[str, str], body: str
         file.write(line + "\n")
 
 
+def is_modern(message: dict[str, Any]) -> bool:
+    """Whether a request is a 2026-07-28 one: `server/discover`, or its protocol version in `params._meta`."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return message.get("method") == "server/discover" or (isinstance(meta, dict) and VERSION_KEY in meta)
+
+
 def answer(message: dict[str, Any]) -> dict[str, Any] | None:
     """The JSON-RPC response to `message` (None for a notification or a response)."""
     request_id = message.get("id")
     method = message.get("method")
     if request_id is None or method is None:
         return None
+    modern = is_modern(message)
     if method == "initialize":
         version = (message.get("params") or {}).get("protocolVersion", "2025-06-18")
         result: dict[str, Any] = {
             "protocolVersion": version,
             "capabilities": {"tools": {}},
-            "serverInfo": {"name": "http_faults", "version": "0"},
+            "serverInfo": SERVER_INFO,
         }
+    elif method == "server/discover":  # 2026-07-28: the client's first request, in place of initialize
+        result = {"supportedVersions": [MODERN_VERSION], "capabilities": {"tools": {}}, **UNCACHED}
     elif method == "tools/list":
-        result = {"tools": TOOLS}
+        result = {"tools": TOOLS, **(UNCACHED if modern else {})}
     elif method == "tools/call":
         params = message.get("params") or {}
         arguments = params.get("arguments") or {}
@@ -105,6 +130,8 @@ def answer(message: dict[str, Any]) -> dict[str, Any] | None:
         result = {}
     else:
         return {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no method"}}
+    if modern:
+        result = {**result, "resultType": "complete", "_meta": STAMP}
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
@@ -150,7 +177,7 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/messages":
             self._sse_post(body)
         elif path == "/slow-init":
-            if method == "POST" and json.loads(body or "{}").get("method") == "initialize":
+            if method == "POST" and json.loads(body or "{}").get("method") in OPENING:
                 time.sleep(30)
             self._mcp(method, body)
         elif path == "/slow-delete":
@@ -196,6 +223,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send(202)
         elif session is not None and message.get("method") == "initialize":
             self._send(200, json.dumps(response).encode(), Mcp_Session_Id=session)
+        elif "error" in response and is_modern(message):
+            self._send(ERROR_STATUS.get(response["error"]["code"], 200), json.dumps(response).encode())
         else:
             self._send(200, json.dumps(response).encode())
 

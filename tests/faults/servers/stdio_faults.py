@@ -1,11 +1,16 @@
 """A raw JSON-RPC MCP server over stdio that misbehaves on request (no SDK import: starts in ~20 ms).
 
+It speaks both protocol eras, deciding per request as 2026-07-28 does: a request whose ``params._meta``
+carries ``io.modelcontextprotocol/protocolVersion`` is answered the 2026-07-28 way (``resultType`` and a
+``serverInfo`` stamp in the result), anything else the handshake way; ``initialize`` and
+``server/discover`` are both answered. Every mode misbehaves the same in both eras.
+
 Run: ``python stdio_faults.py MODE [--record FILE] [--size N]``. Modes:
 
 ok            behaves: tools `echo` (message: str) and `strict` (n: int, no extra fields), `env`, `sleep`
 exit          prints to stderr and exits with code 3 before reading anything
-crash_call    answers initialize and list, then dies (exit 7, stderr message) on tools/call
-hang_init     reads requests but never answers initialize
+crash_call    answers initialize (or discover) and list, then dies (exit 7, stderr message) on tools/call
+hang_init     reads requests but never answers initialize or server/discover
 hang_list     never answers tools/list
 hang_call     never answers tools/call
 deaf_call     on tools/call stops reading stdin and sleeps (ignores EOF, must be killed)
@@ -42,6 +47,12 @@ def option(name: str, default: str | None = None) -> str | None:
 RECORD = option("--record")
 SIZE_MB = float(option("--size", "1") or "1")
 FLOOD_MB = float(option("--flood", "0") or "0")
+
+MODERN_VERSION = "2026-07-28"
+VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+SERVER_INFO = {"name": "stdio_faults", "version": "0"}
+STAMP = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}  # what a 2026-07-28 result carries in `_meta`
+UNCACHED = {"ttlMs": 0, "cacheScope": "private"}  # 2026-07-28 list and discover results must carry these
 
 TOOLS = [
     {
@@ -91,7 +102,15 @@ def send(message: dict[str, object]) -> None:
     out.flush()
 
 
-def reply(request_id: object, result: dict[str, object]) -> None:
+def is_modern(params: object) -> bool:
+    """Whether a request's params carry the 2026-07-28 envelope (its protocol version in `_meta`)."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and VERSION_KEY in meta
+
+
+def reply(request_id: object, result: dict[str, object], modern: bool = False) -> None:
+    if modern:
+        result = {**result, "resultType": "complete", "_meta": STAMP}
     if MODE == "notify":
         send({"jsonrpc": "2.0", "method": "notifications/made_up", "params": {"x": 1}})
         send({"jsonrpc": "2.0", "method": "vendor/whatever"})
@@ -115,6 +134,7 @@ def text(value: str) -> dict[str, object]:
 def call(request_id: object, params: dict[str, object]) -> None:
     if FLOOD_MB:
         flood()
+    modern = is_modern(params)
     name = params.get("name")
     arguments = params.get("arguments") or {}
     assert isinstance(arguments, dict)
@@ -128,20 +148,20 @@ def call(request_id: object, params: dict[str, object]) -> None:
         while True:
             time.sleep(3600)
     if MODE == "big":
-        reply(request_id, text("x" * int(SIZE_MB * 1024 * 1024)))
+        reply(request_id, text("x" * int(SIZE_MB * 1024 * 1024)), modern)
         return
     if MODE == "wrong_shape":
-        reply(request_id, {"content": "this should be a list", "isError": "maybe"})
+        reply(request_id, {"content": "this should be a list", "isError": "maybe"}, modern)
         return
     if name == "echo":
-        reply(request_id, text(str(arguments.get("message"))))
+        reply(request_id, text(str(arguments.get("message"))), modern)
     elif name == "strict":
-        reply(request_id, text(f"n={arguments.get('n')}"))
+        reply(request_id, text(f"n={arguments.get('n')}"), modern)
     elif name == "env":
-        reply(request_id, text(json.dumps(dict(os.environ))))
+        reply(request_id, text(json.dumps(dict(os.environ))), modern)
     elif name == "sleep":
         time.sleep(float(arguments.get("seconds", 0)))
-        reply(request_id, text("slept"))
+        reply(request_id, text("slept"), modern)
     else:
         send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": f"no tool {name}"}})
 
@@ -171,29 +191,32 @@ def main() -> None:
         request_id = message.get("id")
         if request_id is None:
             continue  # a notification
+        modern = is_modern(message.get("params"))
         if method == "initialize":
             if MODE == "hang_init":
                 continue
             version = message.get("params", {}).get("protocolVersion", "2025-06-18")
             reply(
                 request_id,
-                {
-                    "protocolVersion": version,
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "stdio_faults", "version": "0"},
-                },
+                {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": SERVER_INFO},
             )
+        elif method == "server/discover":  # 2026-07-28: the client's first request, in place of initialize
+            if MODE == "hang_init":
+                continue
+            discovered = {"supportedVersions": [MODERN_VERSION], "capabilities": {"tools": {}}, **UNCACHED}
+            reply(request_id, discovered, True)
         elif method == "tools/list":
             if MODE == "hang_list":
                 continue
+            cache = UNCACHED if modern else {}
             if MODE == "cursor_same":
-                reply(request_id, {"tools": TOOLS[:1], "nextCursor": "page-2"})
+                reply(request_id, {"tools": TOOLS[:1], "nextCursor": "page-2", **cache}, modern)
             else:
-                reply(request_id, {"tools": WEIRD_TOOLS if MODE == "names" else TOOLS})
+                reply(request_id, {"tools": WEIRD_TOOLS if MODE == "names" else TOOLS, **cache}, modern)
         elif method == "tools/call":
             call(request_id, message.get("params") or {})
         elif method == "ping":
-            reply(request_id, {})
+            reply(request_id, {}, modern)
         else:
             send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no method"}})
     if MODE == "noise":  # stdin closed: the client is shutting down; a last non-JSON line as we exit
