@@ -1,0 +1,41 @@
+"""Conformance client on cubepi's public API: tools loaded with `load_mcp_tools_http`, called with `execute`.
+
+Run by the suite: `conformance client --command "python tests/conformance/client.py" --scenario NAME`.
+OAuth comes from the mcp SDK's providers (`_oauth.py`), passed as `auth=` the way a user would.
+Exits non-zero when loading fails or the scenario's call comes back as an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import anyio
+from _oauth import oauth_for
+from _scenarios import ASKS_FOR_INPUT, accept_with_defaults, call_for, scenario_and_url
+
+from cubepi.mcp import load_mcp_tools_http
+
+
+async def main() -> None:
+    scenario, url = scenario_and_url()
+    options: dict[str, Any] = {}
+    if scenario.startswith("auth/"):
+        options["auth"] = await oauth_for(scenario, url)
+    if scenario in ASKS_FOR_INPUT:
+        options["elicitation_callback"] = accept_with_defaults
+    async with await load_mcp_tools_http(url, **options) as tools:
+        call = call_for(scenario, [tool.name for tool in tools])
+        if call is None:
+            return
+        name, arguments = call
+        result = await next(tool for tool in tools if tool.name == name).execute(arguments)
+        logging.info("%s -> %s", name, result.content)
+        if result.is_error:
+            sys.exit(f"{name} answered with an error: {result.content}")
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(relativeCreated)d %(name)s %(message)s")
+    anyio.run(main)
