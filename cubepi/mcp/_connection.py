@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         MessageHandlerFnT,
         SamplingFnT,
     )
+    from mcp.types import LoggingLevel
 
     from ._servers import Server
 
@@ -68,6 +69,7 @@ class MCPConnection:
         startup_timeout: float | None = FOLLOW_TIMEOUT,
         auto_reconnect: bool = False,
         logging_callback: LoggingFnT | None = None,
+        log_level: LoggingLevel | None = None,
         sampling_callback: SamplingFnT | None = None,
         elicitation_callback: ElicitationFnT | None = None,
         message_handler: MessageHandlerFnT | None = None,
@@ -82,6 +84,7 @@ class MCPConnection:
         self.endpoint = Endpoint(server, Timeouts.from_options(timeout, startup_timeout))
         callbacks = {
             "logging_callback": logging_callback,
+            "log_level": log_level or ("debug" if logging_callback is not None else None),
             "sampling_callback": sampling_callback,
             "elicitation_callback": elicitation_callback,
             "message_handler": message_handler,

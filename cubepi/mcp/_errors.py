@@ -71,6 +71,11 @@ def is_transport_mcp_error(exc: BaseException) -> bool:
     return code is not None and (code, getattr(exc, "message", str(exc))) in _SYNTHESISED
 
 
+def is_connection_closed(exc: BaseException) -> bool:
+    """The SDK's own "Connection closed" (not a server's error that happens to share its code)."""
+    return sdk_error_code(exc) == _CONNECTION_CLOSED and getattr(exc, "message", None) == "Connection closed"
+
+
 def _http_status(exc: BaseException) -> int | None:
     response = getattr(exc, "response", None)
     status = getattr(response, "status_code", None)

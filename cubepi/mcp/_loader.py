@@ -18,6 +18,7 @@ from ._toollist import MCPToolList, guard, prepare_resources
 if TYPE_CHECKING:
     import httpx2
     from mcp import types as mcp_types
+    from mcp.client.session import ElicitationFnT
 
 __all__ = ["load_mcp_tools", "load_mcp_tools_http", "load_mcp_tools_stdio"]
 
@@ -37,6 +38,7 @@ async def load_mcp_tools(
     result_renderer: ResultRenderer | None = None,
     needs_approval: ApprovalSetting = False,
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+    elicitation_callback: ElicitationFnT | None = None,
 ) -> MCPToolList:
     """Connect to `server`, list its tools (following pagination), disconnect; one `AgentTool` per tool.
 
@@ -71,6 +73,11 @@ async def load_mcp_tools(
     `needs_approval` (True, a predicate on the arguments, or ``"destructive"``: tools not annotated
     read-only or non-destructive) and `max_concurrency` (stateless calls of this list in flight at once,
     default 8; None: no limit).
+
+    `elicitation_callback` (the SDK's signature) answers a server that asks for input in the middle of a
+    call: on a 2026-07-28 server inside the one stateless call (its input-required rounds), on a
+    handshake-era server inside the call's session. Without it, such a call comes back as an ``is_error``
+    result saying so.
     """
     policies = Policies.create(
         prefix=prefix,
@@ -83,6 +90,8 @@ async def load_mcp_tools(
         max_concurrency=max_concurrency,
     )
     if isinstance(server, MCPConnection):
+        if elicitation_callback is not None:
+            raise UserError("a connection's callbacks go to server.connect(elicitation_callback=...)")
         if prespawn:
             raise UserError("prespawn=True applies to stateless stdio tools, not to a live connection")
         return await _load_from_connection(
@@ -94,6 +103,10 @@ async def load_mcp_tools(
             f"got {type(server).__name__}"
         )
     endpoint = Endpoint(server, Timeouts.from_options(timeout, startup_timeout, max_duration))
+    if elicitation_callback is not None:
+        if not callable(elicitation_callback):
+            raise UserError("elicitation_callback must be an async function (context, params) -> result")
+        endpoint.callbacks["elicitation_callback"] = elicitation_callback
 
     async def work(session: Session) -> list[mcp_types.Tool]:
         return await session.list_tools()
@@ -144,6 +157,7 @@ async def load_mcp_tools_stdio(
     result_renderer: ResultRenderer | None = None,
     needs_approval: ApprovalSetting = False,
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+    elicitation_callback: ElicitationFnT | None = None,
 ) -> MCPToolList:
     """Load the tools of a stdio MCP server started as ``command args...``.
 
@@ -178,6 +192,7 @@ async def load_mcp_tools_stdio(
         result_renderer=result_renderer,
         needs_approval=needs_approval,
         max_concurrency=max_concurrency,
+        elicitation_callback=elicitation_callback,
     )
 
 
@@ -199,6 +214,7 @@ async def load_mcp_tools_http(
     result_renderer: ResultRenderer | None = None,
     needs_approval: ApprovalSetting = False,
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+    elicitation_callback: ElicitationFnT | None = None,
 ) -> MCPToolList:
     """Load the tools of an MCP server over HTTP: ``"streamable-http"``, ``"sse"`` or ``"auto"``.
 
@@ -220,4 +236,5 @@ async def load_mcp_tools_http(
         result_renderer=result_renderer,
         needs_approval=needs_approval,
         max_concurrency=max_concurrency,
+        elicitation_callback=elicitation_callback,
     )

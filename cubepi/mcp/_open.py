@@ -52,7 +52,7 @@ DISCOVER_LIMIT = 2.0
 # -- negotiation -------------------------------------------------------------------------------------------
 
 
-async def negotiate(client: ClientSession) -> None:
+async def negotiate(client: ClientSession, attempt: Attempt) -> None:
     """Find the server's protocol on a fresh session: ``server/discover``, else the handshake.
 
     A server that answers discover with an error falls back at once; one that does not answer within
@@ -70,11 +70,12 @@ async def negotiate(client: ClientSession) -> None:
         with anyio.fail_after(DISCOVER_LIMIT):
             raw = await client.send_discover(LATEST_MODERN_VERSION)
     except (SdkError, TimeoutError) as exc:
-        if isinstance(exc, SdkError) and _errors.sdk_error_code(exc) == -32000:
+        if isinstance(exc, SdkError) and _errors.is_connection_closed(exc):
             raise  # the connection is gone: no era verdict
         if isinstance(exc, SdkError) and exc.code == UNSUPPORTED_PROTOCOL_VERSION:
             await negotiate_auto(client)
             return
+        attempt.http_status = None  # the probe's refusal says nothing of the handshake
         try:
             await client.initialize()
         except SdkError as refused:
@@ -93,7 +94,7 @@ async def negotiate(client: ClientSession) -> None:
     client.adopt(result)
 
 
-async def _start(endpoint: Endpoint, client: ClientSession) -> Protocol:
+async def _start(endpoint: Endpoint, client: ClientSession, attempt: Attempt) -> Protocol:
     """Make `client` ready as the endpoint's protocol says; returns the protocol it speaks."""
     pinned = getattr(endpoint.server, "protocol", "auto")
     known = endpoint.protocol
@@ -117,7 +118,7 @@ async def _start(endpoint: Endpoint, client: ClientSession) -> Protocol:
     if known is not None:
         client.adopt(known.discover)  # type: ignore[arg-type]
         return known
-    await negotiate(client)
+    await negotiate(client, attempt)
     version = client.protocol_version or ""
     return Protocol(version, client.discover_result)
 
@@ -218,7 +219,7 @@ async def _open_once(
                 opening.cancel()
             with opening:
                 attempt.phase = "initialize"
-                protocol = await _start(endpoint, sdk_session)
+                protocol = await _start(endpoint, sdk_session, attempt)
             attempt.opening = None
             if opening.cancel_called:
                 raise Interrupted()
@@ -271,6 +272,7 @@ async def open_session(
     """
     ensure_sdk()
     attempt = attempt if attempt is not None else Attempt()
+    session_kwargs = {**endpoint.callbacks, **session_kwargs}
     server = endpoint.server
     async with contextlib.AsyncExitStack() as stack:
         if server.kind == "stdio":

@@ -309,8 +309,10 @@ def _as_result(rendered: Any, raw: Any) -> AgentToolResult:
             f"result_renderer must return an AgentToolResult, a list of TextContent/ImageContent or a str; "
             f"got {kind}"
         )
-    is_error = bool(getattr(raw, "isError", False) or (isinstance(raw, Mapping) and raw.get("isError")))
-    structured = getattr(raw, "structuredContent", None)
+    if isinstance(raw, Mapping):
+        is_error, structured = bool(raw.get("isError")), raw.get("structuredContent")
+    else:  # the SDK's CallToolResult (snake_case in mcp 2.x)
+        is_error, structured = bool(getattr(raw, "is_error", False)), getattr(raw, "structured_content", None)
     details = {"structuredContent": structured} if structured is not None else {}
     return AgentToolResult(content=content, details=details, is_error=is_error)
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         MessageHandlerFnT,
         SamplingFnT,
     )
+    from mcp.types import LoggingLevel
 
 __all__ = [
     "ENV_PASSTHROUGH",
@@ -85,6 +86,7 @@ class _Connectable:
         startup_timeout: float | None = FOLLOW_TIMEOUT,
         auto_reconnect: bool = False,
         logging_callback: LoggingFnT | None = None,
+        log_level: LoggingLevel | None = None,
         sampling_callback: SamplingFnT | None = None,
         elicitation_callback: ElicitationFnT | None = None,
         message_handler: MessageHandlerFnT | None = None,
@@ -95,7 +97,8 @@ class _Connectable:
         `timeout` bounds every phase (start-up included, unless `startup_timeout` is given) and every
         call without progress. ``auto_reconnect=True``
         reopens a dead connection and sends the failed call once more (at-least-once). The callbacks go
-        to the SDK's `ClientSession`.
+        to the SDK's `ClientSession`. On a 2026-07-28 server, logs are sent only to requests that ask
+        for them: `log_level` asks (default ``"debug"`` when a `logging_callback` is given).
         """
         return MCPConnection(
             cast("StdioServer | HttpServer", self),
@@ -103,6 +106,7 @@ class _Connectable:
             startup_timeout=startup_timeout,
             auto_reconnect=auto_reconnect,
             logging_callback=logging_callback,
+            log_level=log_level,
             sampling_callback=sampling_callback,
             elicitation_callback=elicitation_callback,
             message_handler=message_handler,

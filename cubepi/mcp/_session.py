@@ -9,6 +9,7 @@ wraps a ready SDK `ClientSession` with cubepi's phase timeouts for ``tools/list`
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import logging
 import math
@@ -51,6 +52,17 @@ Phase = Literal["startup", "initialize", "list", "call", "close"]
 
 DEFAULT_TIMEOUT = 30.0
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+# How many times a 2026-07-28 call may be sent again with the input its server asked for.
+INPUT_ROUNDS = 10
+
+
+@functools.cache
+def _call_result() -> Any:
+    """The result type of ``tools/call``: a result, or (2026-07-28) a request for input."""
+    from mcp import types
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(types.CallToolResult | types.InputRequiredResult)
 
 
 class _FollowTimeout:
@@ -139,6 +151,8 @@ class Endpoint:
     timeouts: Timeouts = field(default_factory=Timeouts)
     http_transport: Literal["streamable-http", "sse"] | None = None
     protocol: Protocol | None = None
+    # Callbacks every session to this server gets (the SDK's `ClientSession` keywords).
+    callbacks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     # What the calls of one loaded list share (HTTP client, spare stdio server); None: nothing shared.
     resources: ToolListResources | None = field(default=None, repr=False, compare=False)
 
@@ -252,31 +266,58 @@ class Session:
         """``tools/call``. A JSON-RPC error the server sends comes back as an `isError` result; a transport
         failure raises. The SDK's output-schema check (which would list the tools first) is not run here.
 
+        On a 2026-07-28 server, input the server asks for mid-call (an ``InputRequiredResult``: sampling,
+        elicitation, roots) goes through the session's callbacks and the call is sent again with the
+        answers, as the SDK's own driver does (at most `INPUT_ROUNDS` rounds); handshake-era servers ask
+        with requests of their own, which the SDK routes to the same callbacks.
+
         The call may go `timeouts.call` seconds without hearing from the server: every progress
         notification pushes the deadline back, up to `timeouts.max_duration` in all. When the deadline
         passes, or the caller is cancelled, the SDK tells the server (``notifications/cancelled``, or on a
         2026-07-28 HTTP call by aborting the request).
         """
         from mcp import types
+        from mcp.client._input_required import run_input_required_driver
+        from mcp.client.session import ClientRequestContext
         from mcp.shared.exceptions import MCPError as SdkError
 
-        request = types.CallToolRequest(
-            params=types.CallToolRequestParams(name=name, arguments=dict(arguments or {}))
-        )
+        from ._http import recording_status
+
+        client = self.client
         self.attempt.phase = "call"
         timeouts = self.endpoint.timeouts
         idle = math.inf if timeouts.call is None else timeouts.call
         started = anyio.current_time()
         hard = math.inf if timeouts.max_duration is None else started + timeouts.max_duration
+
+        async def send(
+            responses: mcp_types.InputResponses | None, state: str | None
+        ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
+            params = types.CallToolRequestParams(
+                name=name, arguments=dict(arguments or {}), input_responses=responses, request_state=state
+            )
+            return await client.send_request(
+                types.CallToolRequest(params=params), _call_result(), progress_callback=progress
+            )
+
+        async def dispatch(key: str, request: mcp_types.InputRequest) -> Any:
+            meta = request.params.meta if request.params else None
+            context = ClientRequestContext(session=client, request_id=key, meta=meta)
+            return await client.dispatch_input_request(context, request)
+
         # Always ask for progress (a progressToken): progress is what keeps a long call alive.
-        with anyio.CancelScope(deadline=min(started + idle, hard)) as scope:
+        with anyio.CancelScope(deadline=min(started + idle, hard)) as scope, recording_status(self.attempt):
             progress = _progress_relay(scope, idle, hard, on_update)
+            self.attempt.http_status = None
             try:
-                return await self.client.send_request(
-                    request, types.CallToolResult, progress_callback=progress
-                )
+                first = await send(None, None)
+                if isinstance(first, types.InputRequiredResult):
+                    return await run_input_required_driver(
+                        first, dispatch=dispatch, retry=send, max_rounds=INPUT_ROUNDS
+                    )
+                return first
             except SdkError as exc:
-                if _errors.is_transport_mcp_error(exc) or exc.code == UNSUPPORTED_PROTOCOL_VERSION:
+                if self._is_transport_failure(exc):
                     raise
                 return types.CallToolResult(
                     content=[types.TextContent(type="text", text=exc.error.message)],
@@ -290,6 +331,16 @@ class Session:
             )
         assert timeouts.call is not None
         raise timeout_error(self.endpoint, self.attempt, "call", timeouts.call)
+
+    def _is_transport_failure(self, exc: Any) -> bool:
+        """Whether an SDK error on a call is the connection's failure rather than the server's answer:
+        one the SDK made up, a refused protocol version, a refused authorization, or (handshake era) a
+        session the server no longer knows."""
+        if _errors.is_transport_mcp_error(exc) or exc.code == UNSUPPORTED_PROTOCOL_VERSION:
+            return True
+        status = self.attempt.http_status
+        stateless = self.endpoint.protocol is not None and self.endpoint.protocol.stateless
+        return status in (401, 403) or (status == 404 and not stateless)
 
 
 def _usable_tools(tools: list[mcp_types.Tool], server: str) -> list[mcp_types.Tool]:

@@ -216,11 +216,12 @@ def http_on(port: int) -> Iterator[subprocess.Popen[bytes]]:
 
 @pytest.mark.parametrize("auto", [False, True])
 async def test_http_server_restarted_mid_session(auto: bool) -> None:
+    """Handshake era: the session dies with the server; only auto_reconnect opens a new one."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     with contextlib.ExitStack() as servers:
         first = servers.enter_context(http_on(port))
-        async with HttpServer(url).connect(auto_reconnect=auto) as conn:
+        async with HttpServer(url, protocol="legacy").connect(auto_reconnect=auto) as conn:
             tools = by_name(await load_mcp_tools(conn, include=["pid"]))
             before = (await tools["pid"].execute({})).text
             first.kill()
@@ -232,6 +233,22 @@ async def test_http_server_restarted_mid_session(auto: bool) -> None:
             else:
                 with pytest.raises(MCPError, match="calling tool 'pid'"):
                     await tools["pid"].execute({})
+
+
+async def test_http_server_restarted_under_a_stateless_connection() -> None:
+    """2026-07-28: there is no session to lose; the next call reaches the new process, nothing reopens."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    with contextlib.ExitStack() as servers:
+        first = servers.enter_context(http_on(port))
+        async with HttpServer(url).connect() as conn:
+            tools = by_name(await load_mcp_tools(conn, include=["pid"]))
+            before = (await tools["pid"].execute({})).text
+            first.kill()
+            first.wait()
+            servers.enter_context(http_on(port))
+            after = (await tools["pid"].execute({})).text
+            assert after != before and conn.reconnects == 0
 
 
 async def test_per_list_timeout_on_a_connection(annotated_http: RunningServer) -> None:

@@ -10,13 +10,14 @@ import threading
 from collections.abc import Iterator
 
 import anyio
-import httpx
+import httpx2
 import pytest
 from conftest import LeakChecker, RunningServer, free_port
 
 from cubepi import ImageContent, MCPError, MCPTimeoutError, TextContent, ToolUpdate
 from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http, make_mcp_agent_tool
-from cubepi.mcp._session import Endpoint, Session, Timeouts, run_stateless
+from cubepi.mcp._call import run_stateless
+from cubepi.mcp._session import Endpoint, Session, Timeouts
 
 
 @pytest.fixture(params=["streamable-http", "sse"])
@@ -81,8 +82,8 @@ async def test_unknown_tool_is_a_readable_error_result(kitchen_http: RunningServ
 
 
 async def test_headers_and_auth_reach_the_server(kitchen_url: str) -> None:
-    class Stamp(httpx.Auth):
-        def auth_flow(self, request: httpx.Request) -> Iterator[httpx.Request]:
+    class Stamp(httpx2.Auth):
+        def auth_flow(self, request: httpx2.Request) -> Iterator[httpx2.Request]:
             request.headers["X-Stamp"] = "stamped"
             yield request
 
@@ -93,7 +94,7 @@ async def test_headers_and_auth_reach_the_server(kitchen_url: str) -> None:
 
 
 async def test_auto_finds_sse_and_remembers_it(kitchen_sse: RunningServer) -> None:
-    endpoint = Endpoint(HttpServer(kitchen_sse.url), Timeouts.uniform(20))
+    endpoint = Endpoint(HttpServer(kitchen_sse.url), Timeouts.from_options(20))
 
     async def names(session: Session) -> list[str]:
         return [t.name for t in await session.list_tools()]
@@ -103,7 +104,7 @@ async def test_auto_finds_sse_and_remembers_it(kitchen_sse: RunningServer) -> No
 
 
 async def test_auto_prefers_streamable_http(kitchen_http: RunningServer) -> None:
-    endpoint = Endpoint(HttpServer(kitchen_http.url), Timeouts.uniform(20))
+    endpoint = Endpoint(HttpServer(kitchen_http.url), Timeouts.from_options(20))
 
     async def names(session: Session) -> list[str]:
         return [t.name for t in await session.list_tools()]

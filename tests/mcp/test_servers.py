@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-import httpx
+import httpx2
 import pytest
 
 from cubepi import UserError
@@ -23,7 +23,7 @@ def test_stdio_repr_shows_env_names_not_values() -> None:
 
 
 def test_http_repr_hides_header_values_query_and_userinfo() -> None:
-    class TokenAuth(httpx.Auth):
+    class TokenAuth(httpx2.Auth):
         pass
 
     server = HttpServer(
