@@ -15,16 +15,14 @@ import anyio
 import anyio.lowlevel
 
 from . import _errors
+from ._http import HTTP_CLOSE_GRACE
 from ._open import open_session
 from ._session import UNSUPPORTED_PROTOCOL_VERSION, Attempt, Endpoint, Interrupted, Session
 
-__all__ = ["HTTP_CLOSE_GRACE", "Work", "run_fresh", "run_stateless"]
+__all__ = ["Work", "run_fresh", "run_stateless"]
 
 T = TypeVar("T")
 Work = Callable[[Session], Awaitable[T]]
-
-# How long closing an HTTP session may take once the caller is cancelled (a handshake-era DELETE).
-HTTP_CLOSE_GRACE = 5.0
 
 
 async def run_stateless(

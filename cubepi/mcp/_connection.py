@@ -28,7 +28,8 @@ import anyio.lowlevel
 from ..errors import MCPError, MCPTimeoutError, UserError
 from ..tools import UpdateCallback
 from . import _errors
-from ._call import HTTP_CLOSE_GRACE
+from ._http import HTTP_CLOSE_GRACE
+from ._input import with_defaults
 from ._open import open_session
 from ._session import DEFAULT_TIMEOUT, FOLLOW_TIMEOUT, Attempt, Endpoint, Session, Timeouts
 
@@ -86,7 +87,7 @@ class MCPConnection:
             "logging_callback": logging_callback,
             "log_level": log_level or ("debug" if logging_callback is not None else None),
             "sampling_callback": sampling_callback,
-            "elicitation_callback": elicitation_callback,
+            "elicitation_callback": with_defaults(elicitation_callback) if elicitation_callback else None,
             "message_handler": message_handler,
             "list_roots_callback": list_roots_callback,
         }

@@ -3,6 +3,8 @@
 - `http_client(server)`: the SDK's default client settings plus the server's static headers and auth.
 - Rotating headers (`HttpServer.headers` as a callable): resolved once per session, applied to each of its
   requests by a request hook, because the client itself may be shared by several sessions.
+- Ending a handshake-era session (its DELETE) may take at most `HTTP_CLOSE_GRACE`, not the client's read
+  timeout: a server that never answers it would otherwise hold every stateless call for 30 s.
 - `recording_status`: the SDK turns an HTTP error answer into a JSON-RPC error and drops the status; a
   response hook keeps it for the session's error message ("HTTP 401 ... check the headers / auth").
 """
@@ -22,7 +24,10 @@ if TYPE_CHECKING:
 
     from ._servers import HttpServer
 
-__all__ = ["connection_headers", "http_client", "recording_status"]
+__all__ = ["HTTP_CLOSE_GRACE", "connection_headers", "http_client", "recording_status"]
+
+# How long ending an HTTP session may take: its DELETE, or its teardown once the caller is cancelled.
+HTTP_CLOSE_GRACE = 5.0
 
 
 def http_client(server: HttpServer) -> httpx2.AsyncClient:
@@ -34,7 +39,7 @@ def http_client(server: HttpServer) -> httpx2.AsyncClient:
     hooks = client.event_hooks
     client.event_hooks = {
         **hooks,
-        "request": [*hooks.get("request", []), _apply_connection_headers],
+        "request": [*hooks.get("request", []), _apply_connection_headers, _bound_session_end],
         "response": [*hooks.get("response", []), _record_status],
     }
     return client
@@ -53,6 +58,13 @@ async def _apply_connection_headers(request: httpx2.Request) -> None:
     headers = _CONNECTION_HEADERS.get()
     if headers:
         request.headers.update(headers)
+
+
+async def _bound_session_end(request: httpx2.Request) -> None:
+    if request.method == "DELETE":
+        import httpx2
+
+        request.extensions["timeout"] = httpx2.Timeout(HTTP_CLOSE_GRACE).as_dict()
 
 
 async def _record_status(response: httpx2.Response) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ..errors import UserError
 from ._call import run_stateless
 from ._connection import MCPConnection
+from ._input import with_defaults
 from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
 from ._servers import Headers, HttpServer, HttpTransport, ProtocolSetting, StderrCallback, StdioServer
 from ._session import FOLLOW_TIMEOUT, Endpoint, Session, Timeouts
@@ -106,7 +107,7 @@ async def load_mcp_tools(
     if elicitation_callback is not None:
         if not callable(elicitation_callback):
             raise UserError("elicitation_callback must be an async function (context, params) -> result")
-        endpoint.callbacks["elicitation_callback"] = elicitation_callback
+        endpoint.callbacks["elicitation_callback"] = with_defaults(elicitation_callback)
 
     async def work(session: Session) -> list[mcp_types.Tool]:
         return await session.list_tools()

@@ -22,6 +22,7 @@ import anyio
 from ..errors import MCPError, MCPTimeoutError, UserError
 from ..tools import ToolUpdate, UpdateCallback
 from . import _errors
+from ._input import missing_input_hint
 from ._process import ProcessInfo
 from ._stderr import StderrCapture
 
@@ -319,8 +320,10 @@ class Session:
             except SdkError as exc:
                 if self._is_transport_failure(exc):
                     raise
+                hint = missing_input_hint(exc.code, exc.error.message)
+                text = exc.error.message + (f" ({hint})" if hint else "")
                 return types.CallToolResult(
-                    content=[types.TextContent(type="text", text=exc.error.message)],
+                    content=[types.TextContent(type="text", text=text)],
                     is_error=True,
                     _meta={"jsonrpc_error": exc.error.model_dump(mode="json", exclude_none=True)},
                 )

@@ -45,10 +45,20 @@ def call_for(scenario: str, listed: list[str]) -> tuple[str, dict[str, Any]] | N
 async def accept_with_defaults(
     context: ClientRequestContext, params: types.ElicitRequestParams
 ) -> types.ElicitResult | types.ErrorData:
-    """A user who accepts every form as offered: each field keeps its schema default (SEP-1034)."""
+    """A user who accepts every form as offered: each field keeps its schema default (SEP-1034).
+
+    Used by the raw-SDK baseline client, which must fill the defaults itself; cubepi's client uses
+    `accept_untouched` and relies on cubepi to fill them."""
     content: dict[str, Any] = {}
     if isinstance(params, types.ElicitRequestFormParams):
         for name, schema in params.requested_schema.get("properties", {}).items():
             if "default" in schema:
                 content[name] = schema["default"]
     return types.ElicitResult(action="accept", content=content)
+
+
+async def accept_untouched(
+    context: ClientRequestContext, params: types.ElicitRequestParams
+) -> types.ElicitResult | types.ErrorData:
+    """A user who accepts every form without touching a field: cubepi fills the defaults (SEP-1034)."""
+    return types.ElicitResult(action="accept", content={})

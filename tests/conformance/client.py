@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 from _oauth import oauth_for
-from _scenarios import ASKS_FOR_INPUT, accept_with_defaults, call_for, scenario_and_url
+from _scenarios import ASKS_FOR_INPUT, accept_untouched, call_for, scenario_and_url
 
 from cubepi.mcp import load_mcp_tools_http
 
@@ -24,7 +24,7 @@ async def main() -> None:
     if scenario.startswith("auth/"):
         options["auth"] = await oauth_for(scenario, url)
     if scenario in ASKS_FOR_INPUT:
-        options["elicitation_callback"] = accept_with_defaults
+        options["elicitation_callback"] = accept_untouched
     async with await load_mcp_tools_http(url, **options) as tools:
         call = call_for(scenario, [tool.name for tool in tools])
         if call is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 
-import httpx
+import httpx2
 import pytest
 
 from cubepi import MCPError
@@ -69,7 +69,7 @@ async def test_header_and_auth_values_stay_out_of_reprs_logs_and_errors(
 ) -> None:
     leaks = Leaks()
     headers = {"Authorization": f"Bearer {CANARY}", "X-Api-Key": CANARY}
-    auth = httpx.BasicAuth("user", CANARY)
+    auth = httpx2.BasicAuth("user", CANARY)
     with caplog.at_level(logging.DEBUG):
         server = HttpServer(http_faults.url("/mcp"), headers=headers, auth=auth)
         async with await load_mcp_tools(server, timeout=10) as tools:
