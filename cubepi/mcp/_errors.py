@@ -25,6 +25,7 @@ _SYNTHESISED = {
     (-32600, "Session terminated"),  # an HTTP 404 once a session exists
     (-32603, "Server returned an error response"),  # any other HTTP error status
     (-32601, "Not Found"),  # an HTTP 404 before a session exists
+    (-32600, "server answered a request with 202 Accepted"),
 }
 
 
@@ -66,9 +67,15 @@ def sdk_error_code(exc: BaseException) -> int | None:
 
 
 def is_transport_mcp_error(exc: BaseException) -> bool:
-    """An SDK `MCPError` the SDK made up for a transport event (connection gone, HTTP error status)."""
+    """An SDK `MCPError` the SDK made up for a transport event (connection gone, HTTP error status, a
+    redirect it did not follow)."""
     code = sdk_error_code(exc)
-    return code is not None and (code, getattr(exc, "message", str(exc))) in _SYNTHESISED
+    message = getattr(exc, "message", str(exc))
+    return code is not None and (
+        (code, message) in _SYNTHESISED
+        or (code == -32600 and message.startswith("Redirect to "))
+        or (code == _CONNECTION_CLOSED and message.startswith("SSE stream "))
+    )
 
 
 def is_connection_closed(exc: BaseException) -> bool:
@@ -82,23 +89,32 @@ def _http_status(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
-def describe_failure(exc: BaseException, http_status: int | None = None) -> str:
+def describe_failure(exc: BaseException, http_status: tuple[int, str] | None = None) -> str:
     """A short, secret-free account of a transport failure (no URLs: they may carry query tokens).
 
-    `http_status` is the HTTP error the server answered, when the SDK turned it into a JSON-RPC error.
+    `http_status` is the HTTP status and reason the server answered, when the SDK turned it into a
+    JSON-RPC error.
     """
     status = _http_status(exc)
-    if status is None and is_transport_mcp_error(exc) and sdk_error_code(exc) != _CONNECTION_CLOSED:
-        status = http_status
+    reason = getattr(getattr(exc, "response", None), "reason_phrase", "") or ""
+    if status is None and http_status and is_transport_mcp_error(exc) and not is_connection_closed(exc):
+        status, reason = http_status
     if status is not None:
-        reason = getattr(getattr(exc, "response", None), "reason_phrase", "") or ""
-        hint = " (check the headers / auth)" if status in (401, 403) else ""
-        if status == 404:
+        hint = ""
+        if status in (401, 403):
+            hint = " (check the headers / auth)"
+        elif status == 404:
             hint = " (no MCP endpoint there, or the session expired)"
+        elif 300 <= status < 400:
+            hint = (
+                " (a redirect to another origin is not followed: use the URL it names, if it is the server)"
+            )
         return f"the server answered HTTP {status} {reason}".rstrip() + hint
     if is_transport_mcp_error(exc):
-        if sdk_error_code(exc) == _CONNECTION_CLOSED:
+        if is_connection_closed(exc):
             return "the server closed the connection"
+        if sdk_error_code(exc) == _CONNECTION_CLOSED:
+            return f"the server's response broke off: {exc}"
         return f"the server answered with an HTTP error ({exc})"
     code = sdk_error_code(exc)
     if code is not None:
@@ -135,7 +151,7 @@ def translate(
     stderr: str | None = None,
     note: str | None = None,
     exit_code: int | None = None,
-    http_status: int | None = None,
+    http_status: tuple[int, str] | None = None,
 ) -> BaseException:
     """The exception to raise in place of `exc`: its root cause as an `MCPError` (cubepi errors as-is).
 

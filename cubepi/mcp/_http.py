@@ -69,13 +69,15 @@ async def _bound_session_end(request: httpx2.Request) -> None:
 
 async def _record_status(response: httpx2.Response) -> None:
     sink = _STATUS_SINK.get()
-    if sink is not None and response.status_code >= 400:
+    if sink is not None and response.status_code >= 300:
         sink.http_status = response.status_code
+        sink.http_reason = response.reason_phrase
 
 
 @contextlib.contextmanager
 def recording_status(sink: Any) -> Iterator[None]:
-    """Within this block (and the tasks it starts), HTTP error statuses are written to `sink.http_status`."""
+    """Within this block (and the tasks it starts), HTTP error and redirect statuses are written to
+    `sink.http_status` and their reason phrase to `sink.http_reason`."""
     token = _STATUS_SINK.set(sink)
     try:
         yield

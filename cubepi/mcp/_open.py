@@ -70,16 +70,17 @@ async def negotiate(client: ClientSession, attempt: Attempt) -> None:
         with anyio.fail_after(DISCOVER_LIMIT):
             raw = await client.send_discover(LATEST_MODERN_VERSION)
     except (SdkError, TimeoutError) as exc:
-        if isinstance(exc, SdkError) and _errors.is_connection_closed(exc):
-            raise  # the connection is gone: no era verdict
+        refused = attempt.http_status in (401, 403) or 300 <= (attempt.http_status or 0) < 400
+        if isinstance(exc, SdkError) and (_errors.is_connection_closed(exc) or refused):
+            raise  # the connection is gone, or the request was refused: no era verdict
         if isinstance(exc, SdkError) and exc.code == UNSUPPORTED_PROTOCOL_VERSION:
             await negotiate_auto(client)
             return
         attempt.http_status = None  # the probe's refusal says nothing of the handshake
         try:
             await client.initialize()
-        except SdkError as refused:
-            if refused.code != UNSUPPORTED_PROTOCOL_VERSION:
+        except SdkError as handshake:
+            if handshake.code != UNSUPPORTED_PROTOCOL_VERSION:
                 raise
             await negotiate_auto(client)
         return

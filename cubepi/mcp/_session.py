@@ -177,7 +177,8 @@ class Attempt:
     # The stdio server's process (its exit code for errors) and its `env` values, kept out of the stderr tail.
     process: ProcessInfo = field(default_factory=ProcessInfo)
     secrets: tuple[str, ...] = ()
-    http_status: int | None = None  # the last HTTP error status the server answered
+    http_status: int | None = None  # the last HTTP error (or redirect) status the server answered
+    http_reason: str = ""
     # Set when the caller is cancelled while the session is still being opened (see `interrupt`).
     interrupted: bool = False
     opening: anyio.CancelScope | None = None
@@ -210,7 +211,7 @@ class Attempt:
             stderr=await self.stderr_tail(),
             note=self.note,
             exit_code=self.exit_code,
-            http_status=self.http_status,
+            http_status=(self.http_status, self.http_reason) if self.http_status else None,
         )
 
 
