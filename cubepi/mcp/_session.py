@@ -152,6 +152,9 @@ class Endpoint:
     timeouts: Timeouts = field(default_factory=Timeouts)
     http_transport: Literal["streamable-http", "sse"] | None = None
     protocol: Protocol | None = None
+    # The tools as the server listed them: a fresh 2026-07-28 session learns the called tool's definition
+    # from here, so that the SDK mirrors its `x-mcp-header` parameters into `Mcp-Param-*` headers.
+    listed: dict[str, mcp_types.Tool] = field(default_factory=dict, repr=False, compare=False)
     # Callbacks every session to this server gets (the SDK's `ClientSession` keywords).
     callbacks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     # What the calls of one loaded list share (HTTP client, spare stdio server); None: nothing shared.
@@ -252,7 +255,9 @@ class Session:
                 tools.extend(page.tools)
                 cursor = page.next_cursor
                 if not cursor:
-                    return _usable_tools(tools, self.endpoint.describe())
+                    usable = _usable_tools(tools, self.endpoint.describe())
+                    self.endpoint.listed = {tool.name: tool for tool in usable}
+                    return usable
                 if cursor in seen:
                     raise MCPError(
                         f"listing the tools of {self.endpoint.describe()} failed: the server repeated the "
@@ -307,6 +312,7 @@ class Session:
             context = ClientRequestContext(session=client, request_id=key, meta=meta)
             return await client.dispatch_input_request(context, request)
 
+        self._learn(name)
         # Always ask for progress (a progressToken): progress is what keeps a long call alive.
         with anyio.CancelScope(deadline=min(started + idle, hard)) as scope, recording_status(self.attempt):
             progress = _progress_relay(scope, idle, hard, on_update)
@@ -335,6 +341,21 @@ class Session:
             )
         assert timeouts.call is not None
         raise timeout_error(self.endpoint, self.attempt, "call", timeouts.call)
+
+    def _learn(self, name: str) -> None:
+        """Tell a session that never listed the tools the definition of the one it calls, so that its
+        ``x-mcp-header`` parameters go out as ``Mcp-Param-*`` headers: the call stays one request, never a
+        ``HEADER_MISMATCH`` followed by a listing and a retry. (The SDK has no public way to hand a session
+        a tool definition; `_absorb_tool_listing` is what its own response cache uses.)"""
+        from mcp import types
+
+        tool = self.endpoint.listed.get(name)
+        protocol = self.endpoint.protocol
+        if tool is None or protocol is None or not protocol.stateless:
+            return
+        absorb = getattr(self.client, "_absorb_tool_listing", None)
+        if absorb is not None:
+            absorb(types.ListToolsResult(tools=[tool.model_copy()]), complete=False)
 
     def _is_transport_failure(self, exc: Any) -> bool:
         """Whether an SDK error on a call is the connection's failure rather than the server's answer:
