@@ -85,6 +85,17 @@ async def test_plain_answer_without_tools() -> None:
     assert request.model == FAUX and request.tools == () and request.system_prompt is None
 
 
+async def test_a_single_reply_is_a_script_of_one_answer() -> None:
+    agent, provider = agent_with("hello", [])
+    assert (await agent.prompt("Hi")).text == "hello"
+    with pytest.raises(UserError, match="ran out of scripted replies after 1"):
+        await agent.prompt("again")
+    calls, _ = agent_with(ToolCall("c1", "add", {"a": 1, "b": 2}), [add])
+    with pytest.raises(UserError, match="ran out"):
+        await calls.prompt("add")
+    assert [m.text for m in results(calls)] == ["3"]
+
+
 async def test_tool_call_then_answer_and_request_contents() -> None:
     agent, provider = agent_with(
         [ToolCall("c1", "add", {"a": 2, "b": 3}), "The sum is 5."], [add], system_prompt="Be brief."
