@@ -26,8 +26,9 @@ class FauxProvider:
     `script` is a list whose items are used one per request: an `AssistantMessage`, a `str` (a final text
     answer), a `ToolCall` or a list of them (the model calls those tools), or a callable that receives the
     `ProviderRequest` and returns (or awaits to) one of those. A single callable instead of a list answers
-    every request; a single `str`, `AssistantMessage` or `ToolCall` is a script of that one answer. Running past the end of a list raises `UserError`. Every request is kept in `requests`.
-    Use it with ``Model(id=..., provider="faux")``.
+    every request; a single `str`, `AssistantMessage` or `ToolCall` is a script of that one answer. Running
+    past the end of a script raises `UserError`. Every request is kept in `requests`. Use it with
+    ``Model(id=..., provider="faux")``.
     """
 
     name = "faux"
