@@ -351,7 +351,7 @@ class Agent:
             params = tool.validate(arguments)
         except pydantic.ValidationError as exc:
             return AgentToolResult.error(
-                format_validation_error(call.name, exc),
+                format_validation_error(call.name, exc, arguments),
                 reason="invalid_arguments",
                 validation_errors=exc.errors(include_url=False, include_context=False, include_input=False),
             )
