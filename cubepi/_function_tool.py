@@ -118,7 +118,7 @@ class FunctionTool:
         except Exception as exc:
             raise UserError(f"cannot read the type hints of {label}: {exc}") from exc
         self.description, arg_docs = parse_docstring(_doc(func, target))
-        self.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(target)
+        self.is_async = any(inspect.iscoroutinefunction(f) for f in (func, target, inspect.unwrap(target)))
 
         params = [p for p in signature.parameters.values() if p.name not in bound]
         names = field_names(
@@ -160,13 +160,13 @@ class FunctionTool:
                 kwargs[slot.name] = value
         kwargs.update(params.__pydantic_extra__ or {})
         if threaded is None:
-            value = await self.func(*args, **kwargs)
+            value = self.func(*args, **kwargs)
         else:
             try:
                 value = await anyio.to_thread.run_sync(functools.partial(self.func, *args, **kwargs))
             finally:
                 threaded.close()
-        if inspect.isawaitable(value):  # a sync wrapper around a coroutine function
+        if inspect.isawaitable(value):  # an async function, or a sync wrapper returning a coroutine
             value = await value
         return value
 

@@ -372,6 +372,26 @@ async def test_callable_objects_sync_and_async_are_tools() -> None:
     assert (await echo.execute({"text": "hi"})).text == "hi"
 
 
+async def test_a_decorated_coroutine_function_is_an_async_tool() -> None:
+    def logged(func: Any) -> Any:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    @tool
+    @logged
+    async def double(n: int, on_update: Any) -> int:
+        await on_update(ToolUpdate(progress=1))
+        return 2 * n
+
+    seen, _, callbacks = make_callbacks()
+    assert list(double.json_schema()["properties"]) == ["n"]
+    assert (await double.execute({"n": 2}, on_update=callbacks["sync"])).text == "4"
+    assert seen == [1]
+
+
 @pytest.mark.parametrize(
     ("target", "message"),
     [
