@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import concurrent.futures
+import contextvars
 import functools
 import hashlib
-import inspect
 import json
 import re
 import threading
@@ -23,6 +23,7 @@ import pydantic
 import pydantic_core
 from pydantic import BaseModel
 
+from ._function_tool import FunctionTool
 from .errors import UserError
 
 __all__ = [
@@ -218,7 +219,7 @@ class AgentTool:
             validated = self.validate(params)
         except pydantic.ValidationError as exc:
             return AgentToolResult.error(
-                format_validation_error(self.name, exc),
+                format_validation_error(self.name, exc, params),
                 validation_errors=exc.errors(include_url=False, include_context=False, include_input=False),
             )
         return await self._run(validated, on_update)
@@ -232,8 +233,9 @@ class AgentTool:
             asyncio.get_running_loop()
         except RuntimeError:
             return anyio.run(call)
+        context = contextvars.copy_context()  # the caller's context variables reach the call
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cubepi-sync") as pool:
-            return pool.submit(anyio.run, call).result()
+            return pool.submit(context.run, _run_in_new_loop, call).result()
 
     # -- exporting ---------------------------------------------------------------------------------------
 
@@ -289,6 +291,17 @@ class AgentTool:
         return declaration
 
 
+def _run_in_new_loop(call: Callable[[], Awaitable[AgentToolResult]]) -> AgentToolResult:
+    """`anyio.run` in a copy of a running loop's context: the copy still says which library runs there."""
+    try:
+        import sniffio
+    except ImportError:  # pragma: no cover - anyio then asks asyncio, which has no loop in this thread
+        pass
+    else:
+        sniffio.current_async_library_cvar.set(None)
+    return anyio.run(call)
+
+
 _API_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _API_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 
@@ -339,20 +352,56 @@ def _origin(item: AgentTool) -> str:
     return item.origin or "an unnamed origin"
 
 
-def format_validation_error(tool_name: str, exc: pydantic.ValidationError) -> str:
-    """A short, model-readable account of why arguments were refused (inputs are not echoed)."""
+def format_validation_error(tool_name: str, exc: pydantic.ValidationError, arguments: object = None) -> str:
+    """A short, model-readable account of why arguments were refused (inputs are not echoed).
+
+    Given the `arguments` that were refused, each path keeps only the keys and indexes of those arguments
+    (and a missing key at its end), so the labels Pydantic gives the alternatives of a union stay out.
+    """
     lines = [f"Invalid arguments for tool {tool_name!r}:"]
     for err in exc.errors(include_url=False, include_input=False):
-        where = ".".join(str(part) for part in err["loc"]) or "(arguments)"
-        lines.append(f"- {where}: {err['msg']}")
+        where = ".".join(str(part) for part in _readable_loc(err["loc"], arguments)) or "(arguments)"
+        message = _MESSAGES.get(err["type"], err["msg"])
+        line = f"- {where}: {message}"
+        if line not in lines:
+            lines.append(line)
     return "\n".join(lines)
+
+
+_MESSAGES = {  # Pydantic's wording where it names Python classes or says nothing useful to a model
+    "extra_forbidden": "unknown key: not in this tool's schema (check the spelling)",
+    "model_type": "Input should be an object",
+    "model_attributes_type": "Input should be an object",
+}
+
+
+def _readable_loc(loc: tuple[int | str, ...], arguments: object) -> tuple[int | str, ...]:
+    if not isinstance(arguments, Mapping):
+        return loc
+    kept: list[int | str] = []
+    node: object = arguments
+    for index, part in enumerate(loc):
+        inside = (isinstance(node, Mapping) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        )
+        if inside:
+            node = node[part]  # type: ignore[index]
+        elif not (index == len(loc) - 1 and isinstance(node, Mapping)):
+            continue  # the label of a union's alternative, not a place in the arguments
+        kept.append(part)
+    return tuple(kept)
 
 
 # -- results of hand-written tools -----------------------------------------------------------------------
 
 
 def to_result(value: object) -> AgentToolResult:
-    """Turn what a hand-written tool returned into an `AgentToolResult`."""
+    """Turn what a hand-written tool returned into an `AgentToolResult`.
+
+    Other values are shown to the model as JSON (NaN and infinities as the strings ``"NaN"``,
+    ``"Infinity"``, ``"-Infinity"``) and kept in ``details["value"]``; a value with no JSON form is an
+    error result the model can read (the value itself stays in ``details["value"]``).
+    """
     if isinstance(value, AgentToolResult):
         return value
     if isinstance(value, (TextContent, ImageContent)):
@@ -367,51 +416,19 @@ def to_result(value: object) -> AgentToolResult:
         and all(isinstance(item, (TextContent, ImageContent)) for item in value)
     ):
         return AgentToolResult(content=list(value))
-    jsonable = pydantic_core.to_jsonable_python(value)
+    try:
+        jsonable = json.loads(pydantic_core.to_json(value, inf_nan_mode="strings"))
+    except (pydantic_core.PydanticSerializationError, ValueError) as exc:
+        return AgentToolResult.error(
+            f"The tool returned a {type(value).__name__}, which has no JSON form to show: {exc}",
+            value=value,
+        )
     return AgentToolResult(
         content=[TextContent(json.dumps(jsonable, ensure_ascii=False))], details={"value": jsonable}
     )
 
 
 # -- @tool -----------------------------------------------------------------------------------------------
-
-_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params|Returns|Raises|Yields|Examples?|Notes?):\s*$")
-_ARG_LINE = re.compile(r"^\s*\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-
-
-def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into its description and per-argument descriptions."""
-    if not doc:
-        return "", {}
-    lines = inspect.cleandoc(doc).splitlines()
-    summary: list[str] = []
-    args: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    for line in lines:
-        heading = _SECTION.match(line)
-        if heading:
-            section = heading.group(1)
-            current = None
-            continue
-        if section is None:
-            summary.append(line)
-        elif section in ("Args", "Arguments", "Parameters", "Params"):
-            match = _ARG_LINE.match(line)
-            if match and (not line.startswith((" ", "\t")) or current is None or _indent(line) <= 4):
-                current = match.group(1)
-                args[current] = match.group(2).strip()
-            elif current and line.strip():
-                args[current] = (args[current] + " " + line.strip()).strip()
-    return "\n".join(summary).strip(), args
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
-
-
-def _model_name(func_name: str) -> str:
-    return "".join(part[:1].upper() + part[1:] for part in func_name.split("_") if part) or "Arguments"
 
 
 def _build_tool(
@@ -420,62 +437,36 @@ def _build_tool(
     description: str | None,
     needs_approval: ApprovalPolicy,
 ) -> AgentTool:
-    signature = inspect.signature(func)
-    try:
-        hints = _resolved_hints(func)
-    except Exception as exc:
-        raise UserError(f"cannot read the type hints of {func.__qualname__}: {exc}") from exc
-    summary, arg_docs = _parse_docstring(func.__doc__)
-    fields: dict[str, Any] = {}
-    wants_update = False
-    for param in signature.parameters.values():
-        if param.name == "on_update":
-            wants_update = True
-            continue
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise UserError(f"@tool does not support *args or **kwargs ({func.__qualname__})")
-        annotation = hints.get(param.name, Any)
-        default = param.default if param.default is not param.empty else ...
-        if param.name in arg_docs:
-            default = pydantic.Field(default, description=arg_docs[param.name])
-        fields[param.name] = (annotation, default)
-    model = pydantic.create_model(_model_name(func.__name__), **fields)
-    is_async = inspect.iscoroutinefunction(func)
+    function = FunctionTool(func)
 
     async def run(params: BaseModel, on_update: UpdateCallback | None) -> AgentToolResult:
-        kwargs = {key: getattr(params, key) for key in type(params).model_fields}
-        if wants_update:
-            kwargs["on_update"] = on_update
-        if is_async:
-            value = await func(**kwargs)
-        else:
-            value = await anyio.to_thread.run_sync(functools.partial(func, **kwargs))
-        return to_result(value)
+        return to_result(await function.call(params, on_update))
 
     return AgentTool(
-        name=name or func.__name__,
-        description=description if description is not None else summary,
-        parameters=model,
+        name=name or function.name,
+        description=description if description is not None else function.description,
+        parameters=function.model,
         run=run,
         needs_approval=needs_approval,
-        origin=f"@tool {func.__module__}.{func.__qualname__}",
+        origin=f"@tool {function.origin}",
     )
-
-
-def _resolved_hints(func: Callable[..., Any]) -> dict[str, Any]:
-    import typing
-
-    return typing.get_type_hints(func, include_extras=True)
-
-
-@overload
-def tool(func: Callable[..., Any], /) -> AgentTool: ...
 
 
 @overload
 def tool(
     *, name: str | None = None, description: str | None = None, needs_approval: ApprovalPolicy = False
 ) -> Callable[[Callable[..., Any]], AgentTool]: ...
+
+
+@overload
+def tool(
+    func: Callable[..., Any],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    needs_approval: ApprovalPolicy = False,
+) -> AgentTool: ...
 
 
 def tool(
@@ -486,12 +477,16 @@ def tool(
     description: str | None = None,
     needs_approval: ApprovalPolicy = False,
 ) -> AgentTool | Callable[[Callable[..., Any]], AgentTool]:
-    """Turn a typed function (sync or async) into an `AgentTool`.
+    """Turn a typed callable (a sync or async function, a method, a `functools.partial`, a callable
+    object) into an `AgentTool`.
 
-    Parameters come from the signature (``Annotated[int, Field(ge=0)]`` works), their descriptions from
-    the docstring's ``Args:`` section, the tool's description from the docstring's text. A keyword
-    parameter named ``on_update`` receives the progress callback. Sync functions run in a worker thread.
-    The return value may be a `str`, content blocks, an `AgentToolResult`, or anything JSON-able.
+    Parameters come from the signature (``Annotated[int, Field(ge=0)]`` and ``= Field(...)`` work), their
+    descriptions from the docstring (Google ``Args:``, reST ``:param x:`` or numpydoc), the tool's
+    description from the docstring's text. Arguments are a closed object: unknown keys are refused unless
+    the function takes ``**kwargs``. A parameter named ``on_update`` receives the progress callback, shaped
+    for the function (awaitable in async functions, plain and callable from any thread in sync ones). Sync
+    functions run in a worker thread. The return value may be a `str`, content blocks, an
+    `AgentToolResult`, or anything JSON-able. What cannot be a tool raises `UserError` here.
     """
     if func is not None:
         return _build_tool(func, name, description, needs_approval)

@@ -10,6 +10,7 @@ from typing import Any, TypeAlias, cast
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import pydantic
 from pydantic import BaseModel
 
@@ -350,7 +351,7 @@ class Agent:
             params = tool.validate(arguments)
         except pydantic.ValidationError as exc:
             return AgentToolResult.error(
-                format_validation_error(call.name, exc),
+                format_validation_error(call.name, exc, arguments),
                 reason="invalid_arguments",
                 validation_errors=exc.errors(include_url=False, include_context=False, include_input=False),
             )
@@ -371,18 +372,24 @@ class Agent:
                 return AgentToolResult.error(f"The call to tool {call.name!r} {why}.", reason="not_approved")
 
         loop_thread = threading.get_ident()
+        token = anyio.lowlevel.current_token()
+        finished = False
 
         async def emit_update(update: ToolUpdate) -> None:
+            if finished:  # a thread of the tool outlived the call: its late updates are dropped
+                return
             try:
                 await self._emit(ToolExecutionUpdate(call.id, call.name, update))
             except Exception as exc:  # a listener's bug is not the tool's failure
                 failures.append(exc)
 
         def on_update(update: ToolUpdate) -> Awaitable[None] | None:
-            # Awaitable in the event loop; from the worker thread of a sync @tool, run there and wait.
+            # Awaitable in the event loop; from any other thread (a worker of a sync tool, or a thread the
+            # tool started itself), run in the event loop and wait.
             if threading.get_ident() == loop_thread:
                 return emit_update(update)
-            anyio.from_thread.run(emit_update, update)
+            if not finished:
+                anyio.from_thread.run(emit_update, update, token=token)
             return None
 
         try:
@@ -391,6 +398,8 @@ class Agent:
             result = AgentToolResult.error(
                 f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", reason="exception", exception=exc
             )
+        finally:
+            finished = True
         if self.after_tool_call is not None:
             replaced = await _maybe_await(self.after_tool_call(ctx, result))
             if replaced is not None:

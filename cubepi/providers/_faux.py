@@ -26,22 +26,29 @@ class FauxProvider:
     `script` is a list whose items are used one per request: an `AssistantMessage`, a `str` (a final text
     answer), a `ToolCall` or a list of them (the model calls those tools), or a callable that receives the
     `ProviderRequest` and returns (or awaits to) one of those. A single callable instead of a list answers
-    every request. Running past the end of a list raises `UserError`. Every request is kept in `requests`.
-    Use it with ``Model(id=..., provider="faux")``.
+    every request; a single `str`, `AssistantMessage` or `ToolCall` is a script of that one answer. Running
+    past the end of a script raises `UserError`. Every request is kept in `requests`. Use it with
+    ``Model(id=..., provider="faux")``.
     """
 
     name = "faux"
 
     def __init__(
         self,
-        script: Iterable[_Step] | Callable[[ProviderRequest], FauxReply | Awaitable[FauxReply]],
+        script: Iterable[_Step]
+        | str
+        | AssistantMessage
+        | ToolCall
+        | Callable[[ProviderRequest], FauxReply | Awaitable[FauxReply]],
         *,
         name: str = "faux",
     ) -> None:
         self.name = name
         self._responder: Callable[[ProviderRequest], FauxReply | Awaitable[FauxReply]] | None = None
         self._steps: list[_Step] = []
-        if callable(script):
+        if isinstance(script, (str, AssistantMessage, ToolCall)):
+            self._steps = [script]  # one answer, not a script of characters
+        elif callable(script):
             self._responder = script
         else:
             self._steps = list(script)

@@ -3,7 +3,9 @@
 Exactly the fields the caller set (recursively), under their wire names, in JSON form: no injected
 defaults, explicit nulls kept. One exception makes OpenAI strict mode round-trip: a null for an optional
 property whose schema does not allow null (strict mode makes optional properties required-but-nullable,
-so a model sends null for "absent") is dropped, so the server's own default applies.
+so a model sends null for "absent") is dropped, so the server's own default applies; so is a null for a key
+that only another branch of an `anyOf`/`oneOf` of objects defines (strict mode folds such a union into one
+object with every branch's keys).
 """
 
 from __future__ import annotations
@@ -87,9 +89,30 @@ def drop_disallowed_nulls(value: Any, schema: Any, root: Any, depth: int = 0) ->
     for key in ("anyOf", "oneOf"):
         branches = schema.get(key)
         if isinstance(branches, list) and not any(is_valid(value, b, root) for b in branches):
+            defined = set().union(*(_property_names(b, root) for b in branches))
             for branch in branches:
                 candidate = drop_disallowed_nulls(value, branch, root, depth)
+                if isinstance(candidate, dict):
+                    # strict mode folds a union of objects into one object whose keys are all present: a
+                    # null for a key only another branch defines means "absent" for this branch.
+                    own = _property_names(branch, root)
+                    candidate = {
+                        k: v for k, v in candidate.items() if v is not None or k in own or k not in defined
+                    }
                 if is_valid(candidate, branch, root):
                     value = candidate
                     break
     return value
+
+
+def _property_names(schema: Any, root: Any) -> set[str]:
+    """The property names an object schema declares (through `$ref`s)."""
+    seen: set[int] = set()
+    while isinstance(schema, dict) and "$ref" in schema and id(schema) not in seen:
+        seen.add(id(schema))
+        target = resolve_ref(schema["$ref"], root)
+        if not isinstance(target, dict):
+            break
+        schema = target
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return set(props) if isinstance(props, dict) else set()

@@ -138,6 +138,7 @@ def _node(schema: Any, legacy: bool, depth: int) -> Any:
         # before 2019-09, keywords beside $ref were ignored: keep only the annotations.
         schema = {k: v for k, v in schema.items() if k == "$ref" or k in _ANNOTATIONS}
     out: dict[str, Any] = {}
+    draft3 = _draft3_required(schema.get("properties"))
     for key, value in schema.items():
         if key in _SCHEMA_MAPS:
             if isinstance(value, dict):
@@ -163,6 +164,9 @@ def _node(schema: Any, legacy: bool, depth: int) -> Any:
     _fix_bounds(out)
     _fix_items(out)
     _fix_dependencies(out)
+    if draft3:
+        raw = out.get("required")
+        out["required"] = [*(raw if isinstance(raw, list) else []), *draft3]
     if "required" in out or "properties" in out:
         _fix_required(out)
     if "enum" in out and not isinstance(out["enum"], list):
@@ -172,6 +176,14 @@ def _node(schema: Any, legacy: bool, depth: int) -> Any:
     if "$ref" in out and not isinstance(out["$ref"], str):
         del out["$ref"]
     return out
+
+
+def _draft3_required(props: Any) -> list[str]:
+    """Names whose property says ``"required": true`` (draft 3), read before the properties are normalised
+    (normalising a property drops its boolean `required`)."""
+    if not isinstance(props, dict):
+        return []
+    return [str(k) for k, v in props.items() if isinstance(v, dict) and v.get("required") is True]
 
 
 def _fix_type(out: dict[str, Any]) -> None:
@@ -260,12 +272,6 @@ def _fix_required(out: dict[str, Any]) -> None:
         for name in raw:
             if isinstance(name, str) and name not in names:
                 names.append(name)
-    if props:
-        for key, sub in props.items():  # draft 3: "required": true on the property
-            if isinstance(sub, dict) and isinstance(sub.get("required"), bool):
-                flag = sub.pop("required")
-                if flag and key not in names:
-                    names.append(key)
     if not names:
         out.pop("required", None)
         return

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import pytest
 from pydantic import BaseModel
 
@@ -83,6 +85,17 @@ async def test_plain_answer_without_tools() -> None:
     assert agent.messages[0].text == "Hi"
     (request,) = provider.requests
     assert request.model == FAUX and request.tools == () and request.system_prompt is None
+
+
+async def test_a_single_reply_is_a_script_of_one_answer() -> None:
+    agent, _ = agent_with("hello", [])
+    assert (await agent.prompt("Hi")).text == "hello"
+    with pytest.raises(UserError, match="ran out of scripted replies after 1"):
+        await agent.prompt("again")
+    calls, _ = agent_with(ToolCall("c1", "add", {"a": 1, "b": 2}), [add])
+    with pytest.raises(UserError, match="ran out"):
+        await calls.prompt("add")
+    assert [m.text for m in results(calls)] == ["3"]
 
 
 async def test_tool_call_then_answer_and_request_contents() -> None:
@@ -449,6 +462,49 @@ async def test_updates_from_a_sync_tool_in_a_worker_thread() -> None:
     await agent.prompt("go")
     assert updates == [ToolUpdate(progress=0.5, message="halfway")]
     assert results(agent)[0].text == "crunched"
+
+
+def _report_from_own_threads(on_update: Any, count: int) -> None:
+    threads = [
+        threading.Thread(target=on_update, args=(ToolUpdate(progress=i + 1, total=count),))
+        for i in range(count)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+async def test_updates_from_threads_a_sync_tool_starts_itself() -> None:
+    @tool
+    def fan_out(on_update: Any = None) -> str:
+        """Reports progress from threads of its own."""
+        _report_from_own_threads(on_update, 3)
+        return "fanned"
+
+    agent, _ = agent_with([ToolCall("1", "fan_out"), "ok"], [fan_out])
+    updates: list[ToolUpdate] = []
+    agent.subscribe(lambda e: updates.append(e.update) if isinstance(e, ToolExecutionUpdate) else None)
+    await agent.prompt("go")
+    assert results(agent)[0].text == "fanned" and not results(agent)[0].is_error
+    assert sorted(u.progress or 0 for u in updates) == [1, 2, 3]
+
+
+async def test_updates_from_threads_of_a_hand_built_tool() -> None:
+    class NoArgs(BaseModel):
+        pass
+
+    async def run(params: BaseModel, on_update: Any) -> AgentToolResult:
+        await anyio.to_thread.run_sync(_report_from_own_threads, on_update, 2)
+        return AgentToolResult(content=[TextContent("threaded")])
+
+    threaded = AgentTool(name="threaded", description="", parameters=NoArgs, run=run)
+    agent, _ = agent_with([ToolCall("1", "threaded"), "ok"], [threaded])
+    updates: list[ToolUpdate] = []
+    agent.subscribe(lambda e: updates.append(e.update) if isinstance(e, ToolExecutionUpdate) else None)
+    await agent.prompt("go")
+    assert results(agent)[0].text == "threaded"
+    assert sorted(u.progress or 0 for u in updates) == [1, 2]
 
 
 async def test_state_while_tools_run() -> None:

@@ -78,3 +78,28 @@ def test_normalize_never_mutates() -> None:
 
 def test_model_json_schema_is_the_server_schema() -> None:
     assert schema_to_model(SCHEMA, name="t").model_json_schema() == normalize_schema(SCHEMA)
+
+
+def test_draft3_required_flags_become_required_names() -> None:
+    loose = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "required": True},
+            "mode": {"type": "string", "required": False},
+            "inner": {
+                "type": "object",
+                "properties": {"deep": {"type": "boolean", "required": True}},
+            },
+        },
+    }
+    fixed = normalize_schema(loose)
+    assert fixed["required"] == ["path"]
+    assert fixed["properties"]["inner"]["required"] == ["deep"]
+    assert "required" not in fixed["properties"]["path"]
+    assert "required" not in fixed["properties"]["mode"]
+    model = schema_to_model(loose, name="t")
+    with pytest.raises(pydantic.ValidationError, match="path"):
+        model.model_validate({})
+    with pytest.raises(pydantic.ValidationError, match="deep"):
+        model.model_validate({"path": "a", "inner": {}})
+    assert to_arguments(model.model_validate({"path": "a"})) == {"path": "a"}

@@ -132,3 +132,38 @@ def test_required_null_is_still_refused() -> None:
     )
     with pytest.raises(pydantic.ValidationError):
         model.model_validate({"a": None})
+
+
+@pytest.mark.parametrize("combinator", ["anyOf", "oneOf"])
+def test_strict_union_of_closed_objects_round_trips(combinator: str) -> None:
+    schema = {
+        combinator: [
+            {
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+                "additionalProperties": False,
+            },
+            {
+                "type": "object",
+                "properties": {"url": {"type": "string"}, "depth": {"type": "integer"}},
+                "required": ["url"],
+                "additionalProperties": False,
+            },
+        ]
+    }
+    model = schema_to_model(schema, name="open")
+    strict = reference(provider_schema(schema, "openai-strict"))
+    original = reference(schema)
+    for sent, expected in [
+        ({"path": "/a", "url": None, "depth": None}, {"path": "/a"}),
+        ({"path": None, "url": "u", "depth": None}, {"url": "u"}),
+        ({"path": None, "url": "u", "depth": 2}, {"url": "u", "depth": 2}),
+    ]:
+        assert strict.is_valid(sent)
+        wire = to_arguments(model.model_validate(sent))
+        assert wire == expected
+        assert original.is_valid(wire)
+    for refused in [{"path": None, "url": None, "depth": None}, {"path": "/a", "url": "u", "depth": None}]:
+        with pytest.raises(pydantic.ValidationError):
+            model.model_validate(refused)
