@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,7 +16,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from cubepi import AgentTool, UserError
+from cubepi import AgentTool
 from cubepi.mcp import HttpServer, load_mcp_tools
 
 OFFLINE = RunConfig(tracing_disabled=True)
@@ -123,16 +122,3 @@ async def test_approval_interrupts_the_run(kitchen: dict[str, AgentTool]) -> Non
 
     assert (await run(echo, "echo", {"message": "safe"})).outputs == ["safe"]
     assert kitchen["echo"].to_openai_agents().needs_approval is False
-
-
-def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cubepi import tool
-
-    @tool
-    def shout(text: str) -> str:
-        """Upper-case a text."""
-        return text.upper()
-
-    monkeypatch.setitem(sys.modules, "agents", None)
-    with pytest.raises(UserError, match=r'pip install "cubepi\[openai-agents\]"'):
-        shout.to_openai_agents()

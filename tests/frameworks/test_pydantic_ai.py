@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,7 +26,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from cubepi import AgentTool, AgentToolResult, UserError
+from cubepi import AgentTool, AgentToolResult
 from cubepi.mcp import HttpServer, load_mcp_tools
 
 
@@ -123,16 +122,3 @@ async def test_approval_defers_the_call_until_approved(kitchen: dict[str, AgentT
     with agent.override(model=model):
         assert (await agent.run("go", output_type=[str, DeferredToolRequests])).output == "done"
     assert seen[1].content == "safe"
-
-
-def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cubepi import tool
-
-    @tool
-    def shout(text: str) -> str:
-        """Upper-case a text."""
-        return text.upper()
-
-    monkeypatch.setitem(sys.modules, "pydantic_ai", None)
-    with pytest.raises(UserError, match=r'pip install "cubepi\[pydantic-ai\]"'):
-        shout.to_pydantic_ai()
