@@ -142,24 +142,23 @@ def _server(
         args = entry.get("args", [])
         if isinstance(args, str) or not isinstance(args, Sequence):
             raise fail(f"args must be a list of strings, got {type(args).__name__}")
-        cwd = entry.get("cwd")
-        return StdioServer(
-            text("command", entry["command"]),
-            [text(f"args[{i}]", arg) for i, arg in enumerate(args)],
-            env=strings("env", entry["env"]) if "env" in entry else None,
-            cwd=text("cwd", cwd) if cwd is not None else None,
-        )
+        command = text("command", entry["command"])
+        argv = [text(f"args[{i}]", arg) for i, arg in enumerate(args)]
+        variables = strings("env", entry["env"]) if "env" in entry else None
+        cwd = text("cwd", entry["cwd"]) if entry.get("cwd") is not None else None
+        try:
+            return StdioServer(command, argv, env=variables, cwd=cwd)
+        except UserError as exc:
+            raise fail(str(exc)) from None
     if "url" not in entry:
         raise fail(f'a {kind} server needs "url"')
     misplaced = sorted(_STDIO_KEYS & set(entry))
     if misplaced:
         raise fail(f'{misplaced[0]!r} applies to stdio servers, not to a "url" server')
+    url = text("url", entry["url"])
+    headers = strings("headers", entry["headers"]) if "headers" in entry else None
     try:
-        return HttpServer(
-            text("url", entry["url"]),
-            headers=strings("headers", entry["headers"]) if "headers" in entry else None,
-            transport=kind,
-        )
+        return HttpServer(url, headers=headers, transport=kind)
     except UserError as exc:
         raise fail(str(exc)) from None
 
@@ -194,7 +193,7 @@ def _expand(value: str, env: Mapping[str, str], key: str, fail: _Fail) -> str:
         if current is None or (current == "" and default is not None):
             if default is None:
                 raise fail(f"{key} uses ${{{variable}}}, but the environment variable {variable} is not set")
-            return str(default)
+            return default
         return current
 
     return _PLACEHOLDER.sub(replace, value)

@@ -149,6 +149,8 @@ async def test_per_server_policies_override_the_shared_ones(tmp_path: Path) -> N
         ({"command": "x", "args": "--flag"}, "args must be a list of strings"),
         ({"command": ["x"]}, "command must be a string"),
         ({"url": "ftp://h/mcp"}, "server 'bad': HttpServer needs an http:// or https:// URL"),
+        ({"command": ""}, "server 'bad': StdioServer needs a command"),
+        ({"url": "${CUBEPI_TEST_MISSING}"}, "server 'bad': url uses ${CUBEPI_TEST_MISSING}, but"),
         ({"command": "x", "env": {"K": "${input:token}"}}, "env.K: unsupported placeholder ${input:token}"),
     ],
 )
