@@ -4,6 +4,8 @@
 cubepi tools -- npx -y @modelcontextprotocol/server-filesystem ./sandbox
 cubepi tools --url https://host/mcp --header "Authorization: Bearer $TOKEN"
 cubepi call read_text_file '{"path": "box/a.txt"}' -- npx -y @modelcontextprotocol/server-filesystem box
+cubepi tools --config mcp.json
+cubepi call --config mcp.json files__read_text_file '{"path": "box/a.txt"}'
 cubepi demo
 ```
 """
@@ -21,7 +23,7 @@ from typing import Any, TextIO
 import anyio
 
 from .errors import CubepiError, SchemaError, UserError
-from .mcp import HttpServer, StdioServer, load_mcp_tools
+from .mcp import HttpServer, MCPToolList, StdioServer, load_mcp_tools, load_mcp_tools_from_config
 from .tools import AgentTool, AgentToolResult, ImageContent, TextContent
 
 __all__ = ["main", "signature"]
@@ -64,9 +66,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _server_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", metavar="FILE", help="every server of an mcpServers JSON file (Claude Desktop, Cursor)"
+    )
     parser.add_argument("--url", help="an HTTP MCP endpoint instead of a command")
     parser.add_argument(
-        "--transport", choices=["auto", "streamable-http", "sse"], default="auto", help="HTTP transport"
+        "--transport", choices=["auto", "streamable-http", "sse"], help="HTTP transport (default auto)"
     )
     parser.add_argument(
         "--header", action="append", default=[], metavar="'NAME: VALUE'", help="an HTTP header (repeatable)"
@@ -94,7 +99,7 @@ def _server(args: argparse.Namespace) -> StdioServer | HttpServer:
                     f"--header takes 'NAME: VALUE', got a value without a colon ({name[:20]!r}...)"
                 )
             headers[name.strip()] = value.strip()
-        return HttpServer(args.url, headers=headers or None, transport=args.transport)
+        return HttpServer(args.url, headers=headers or None, transport=args.transport or "auto")
     if not command:
         raise UserError("say which server: --url URL, or -- COMMAND ARGS... (for example: -- npx -y pkg)")
     env: dict[str, str] = {}
@@ -109,11 +114,34 @@ def _server(args: argparse.Namespace) -> StdioServer | HttpServer:
 # -- actions --------------------------------------------------------------------------------------------
 
 
+async def _load(args: argparse.Namespace) -> tuple[MCPToolList, str]:
+    """The tools the arguments name, and where they come from (for messages)."""
+    if args.config is None:
+        server = _server(args)
+        return await load_mcp_tools(server, timeout=args.timeout), server.describe()
+    given = [
+        option
+        for option, value in [
+            ("--url", args.url),
+            ("--transport", args.transport),
+            ("--header", args.header),
+            ("--env", args.env),
+            ("--cwd", args.cwd),
+            ("a command", [part for part in args.command if part != "--"]),
+        ]
+        if value
+    ]
+    if given:
+        raise UserError(f"--config reads the servers from the file; drop {', '.join(given)}")
+    tools = await load_mcp_tools_from_config(args.config, timeout=args.timeout)
+    return tools, str(args.config)
+
+
 async def _tools(args: argparse.Namespace) -> int:
-    server = _server(args)
-    tools = await load_mcp_tools(server, timeout=args.timeout)
-    print(f"{len(tools)} tools from {server.describe()}:\n")
-    _print_tools(tools, sys.stdout)
+    tools, origin = await _load(args)
+    async with tools:
+        print(f"{len(tools)} tools from {origin}:\n")
+        _print_tools(tools, sys.stdout)
     return 0
 
 
@@ -124,13 +152,13 @@ async def _call(args: argparse.Namespace) -> int:
         raise UserError(f"the arguments must be a JSON object: {exc}") from exc
     if not isinstance(arguments, dict):
         raise UserError('the arguments must be a JSON object, like \'{"path": "."}\'')
-    server = _server(args)
-    tools = await load_mcp_tools(server, timeout=args.timeout)
-    chosen = next((item for item in tools if item.name == args.tool), None)
-    if chosen is None:
-        names = ", ".join(sorted(item.name for item in tools))
-        raise UserError(f"{server.describe()} has no tool {args.tool!r}; it has: {names}")
-    result = await chosen.execute(arguments)
+    tools, origin = await _load(args)
+    async with tools:
+        chosen = next((item for item in tools if item.name == args.tool), None)
+        if chosen is None:
+            names = ", ".join(sorted(item.name for item in tools))
+            raise UserError(f"{origin} has no tool {args.tool!r}; it has: {names}")
+        result = await chosen.execute(arguments)
     if args.json:
         print(json.dumps(_result_json(result), indent=2, ensure_ascii=False))
     else:

@@ -16,7 +16,7 @@ import re
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, TypeGuard, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard, cast, overload
 
 import anyio.to_thread
 import pydantic
@@ -25,6 +25,11 @@ from pydantic import BaseModel
 
 from ._function_tool import FunctionTool
 from .errors import UserError
+
+if TYPE_CHECKING:
+    from agents import FunctionTool
+    from langchain_core.tools import StructuredTool
+    from pydantic_ai import Tool as PydanticAITool
 
 __all__ = [
     "AgentTool",
@@ -289,6 +294,24 @@ class AgentTool:
         if parameters.get("properties"):
             declaration["parameters"] = parameters
         return declaration
+
+    def to_langchain(self) -> StructuredTool:
+        """This tool as a LangChain `StructuredTool` (extra ``langchain``; see docs/frameworks.md)."""
+        from .frameworks.langchain import to_langchain
+
+        return to_langchain(self)
+
+    def to_pydantic_ai(self) -> PydanticAITool[Any]:
+        """This tool as a `pydantic_ai.Tool` (extra ``pydantic-ai``; see docs/frameworks.md)."""
+        from .frameworks.pydantic_ai import to_pydantic_ai
+
+        return to_pydantic_ai(self)
+
+    def to_openai_agents(self) -> FunctionTool:
+        """This tool as an OpenAI Agents `FunctionTool` (extra ``openai-agents``; see docs/frameworks.md)."""
+        from .frameworks.openai_agents import to_openai_agents
+
+        return to_openai_agents(self)
 
 
 def _run_in_new_loop(call: Callable[[], Awaitable[AgentToolResult]]) -> AgentToolResult:

@@ -5,6 +5,7 @@ from cubepi.mcp import load_mcp_tools_stdio
 
 tools = await load_mcp_tools_stdio("npx", ["-y", "@modelcontextprotocol/server-filesystem", "./sandbox"])
 result = await tools[0].execute({"path": "./sandbox"})
+tools = await load_mcp_tools_from_config("mcp.json")   # every server of an `mcpServers` file
 ```
 
 Importing this package does not import the `mcp` SDK; the first connection does, and a missing extra
@@ -14,6 +15,7 @@ raises `UserError` naming ``pip install "cubepi[mcp]"``.
 from __future__ import annotations
 
 from ..errors import MCPError, MCPTimeoutError
+from ._config import load_mcp_tools_from_config
 from ._connection import MCPConnection
 from ._content import render_mcp_content
 from ._loader import load_mcp_tools, load_mcp_tools_http, load_mcp_tools_stdio
@@ -31,6 +33,7 @@ __all__ = [
     "MCPToolList",
     "StdioServer",
     "load_mcp_tools",
+    "load_mcp_tools_from_config",
     "load_mcp_tools_http",
     "load_mcp_tools_stdio",
     "make_mcp_agent_tool",

@@ -1,0 +1,85 @@
+"""cubepi tools as LangChain tools: `to_langchain(tool)` gives a `StructuredTool` (extra ``langchain``).
+
+`args_schema` is the tool's Pydantic model, so LangChain and the chat models it binds see the server's
+schema. The arguments a model sends reach `AgentTool.execute` as sent (validated there, exactly the
+fields the model set, no defaults injected); LangChain's own re-validation, which would add defaults,
+is skipped. An `is_error` result raises `ToolException`, which the tool turns into a ``status="error"``
+`ToolMessage` the model reads; images become standard image content blocks; the whole
+`AgentToolResult` is the message's `artifact`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UserError
+from ._extras import require
+
+if TYPE_CHECKING:
+    from langchain_core.tools import StructuredTool
+
+    from ..tools import AgentTool, AgentToolResult
+
+__all__ = ["to_langchain"]
+
+
+def to_langchain(tool: AgentTool) -> StructuredTool:
+    """`tool` as a LangChain `StructuredTool`, invocable with ``ainvoke`` and ``invoke`` (sync works with
+    or without a running event loop). A tool that needs approval is refused: LangChain has no approval
+    step, so hand over ``tool.replace(needs_approval=False)`` if your graph asks the user itself."""
+    require("langchain_core", "langchain")
+    if tool.needs_approval is not False:
+        raise UserError(
+            f"tool {tool.name!r} needs approval, which LangChain tools cannot ask for; approve calls in "
+            "your graph and pass tool.replace(needs_approval=False)"
+        )
+
+    async def arun(arguments: Any) -> tuple[Any, AgentToolResult]:
+        return _message(await tool.execute(arguments))
+
+    def run(arguments: Any) -> tuple[Any, AgentToolResult]:
+        return _message(tool.execute_sync(arguments))
+
+    return _tool_class()(
+        name=tool.api_name,
+        description=tool.description or tool.name,
+        args_schema=tool.parameters,
+        func=run,
+        coroutine=arun,
+        response_format="content_and_artifact",
+        handle_tool_error=True,
+    )
+
+
+@functools.cache
+def _tool_class() -> type[StructuredTool]:
+    from langchain_core.tools import StructuredTool
+
+    class CubepiStructuredTool(StructuredTool):
+        """A `StructuredTool` that passes the model's arguments, untouched, to `AgentTool.execute`."""
+
+        def _to_args_and_kwargs(
+            self, tool_input: str | dict[str, Any], tool_call_id: str | None
+        ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+            return (), {"arguments": tool_input}
+
+    return CubepiStructuredTool
+
+
+def _message(result: AgentToolResult) -> tuple[Any, AgentToolResult]:
+    """(content for the `ToolMessage`, the result as its artifact); raises `ToolException` on is_error."""
+    from langchain_core.messages.content import create_image_block, create_text_block
+    from langchain_core.tools import ToolException
+
+    if result.is_error:
+        raise ToolException(result.text)
+    if not any(block.type == "image" for block in result.content):
+        return result.text, result
+    blocks = [
+        create_text_block(block.text)
+        if block.type == "text"
+        else create_image_block(base64=block.data, mime_type=block.mime_type)
+        for block in result.content
+    ]
+    return blocks, result

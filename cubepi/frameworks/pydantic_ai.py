@@ -1,0 +1,69 @@
+"""cubepi tools as pydantic-ai tools: `to_pydantic_ai(tool)` gives a `pydantic_ai.Tool`
+(extra ``pydantic-ai``).
+
+The model sees the server's schema (`AgentTool.json_schema`); what it sends is validated by the tool's
+own model inside `AgentTool.execute`. Arguments that fail validation raise `ModelRetry`, so pydantic-ai
+asks the model to correct them (within the tool's retry budget); any other `is_error` result comes back
+as the readable error text, since retrying the same call would not help. Images go back as
+`BinaryContent` in the tool result; the whole `AgentToolResult` is the return's `metadata`. A tool that
+needs approval raises `ApprovalRequired` until the call is approved (pydantic-ai's deferred tools).
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+
+import pydantic
+
+from ._extras import require
+
+if TYPE_CHECKING:
+    from pydantic_ai import RunContext, Tool
+
+    from ..tools import AgentTool, AgentToolResult
+
+__all__ = ["to_pydantic_ai"]
+
+
+def to_pydantic_ai(tool: AgentTool) -> Tool[Any]:
+    """`tool` as a `pydantic_ai.Tool`, for ``Agent(model, tools=[...])``."""
+    require("pydantic_ai", "pydantic-ai")
+    from pydantic_ai import ApprovalRequired, ModelRetry, Tool
+
+    async def call(ctx: RunContext[Any], **arguments: Any) -> Any:
+        if tool.needs_approval is not False and not ctx.tool_call_approved:
+            try:
+                params = tool.validate(arguments)
+            except pydantic.ValidationError:
+                params = None  # `execute` below reports it
+            if params is not None and tool.requires_approval(params):
+                raise ApprovalRequired()
+        result = await tool.execute(arguments)
+        if result.is_error and "validation_errors" in result.details:
+            raise ModelRetry(result.text)
+        return _return(result)
+
+    made: Tool[Any] = Tool.from_schema(
+        call,
+        name=tool.api_name,
+        description=tool.description,
+        json_schema=tool.json_schema(),
+        takes_ctx=True,
+    )
+    return made
+
+
+def _return(result: AgentToolResult) -> Any:
+    """What the model reads: the text, with images as `BinaryContent` (the result kept as metadata)."""
+    from pydantic_ai import BinaryContent, ToolReturn
+
+    if result.is_error or not any(block.type == "image" for block in result.content):
+        return ToolReturn(return_value=result.text, metadata=result)
+    parts: list[Any] = [
+        block.text
+        if block.type == "text"
+        else BinaryContent(data=base64.b64decode(block.data), media_type=block.mime_type)
+        for block in result.content
+    ]
+    return ToolReturn(return_value=parts, metadata=result)
