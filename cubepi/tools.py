@@ -27,7 +27,7 @@ from ._function_tool import FunctionTool
 from .errors import UserError
 
 if TYPE_CHECKING:
-    from agents import FunctionTool
+    from agents import FunctionTool as OpenAIAgentsTool
     from langchain_core.tools import StructuredTool
     from pydantic_ai import Tool as PydanticAITool
 
@@ -307,7 +307,7 @@ class AgentTool:
 
         return to_pydantic_ai(self)
 
-    def to_openai_agents(self) -> FunctionTool:
+    def to_openai_agents(self) -> OpenAIAgentsTool:
         """This tool as an OpenAI Agents `FunctionTool` (extra ``openai-agents``; see docs/frameworks.md)."""
         from .frameworks.openai_agents import to_openai_agents
 
