@@ -1,7 +1,6 @@
-"""Bench cases beyond the raw SDK's fresh session: cubepi prespawn and persistent, raw SDK persistent,
-pre-initialized and the HTTP protocol floor, langchain-mcp-adapters. Each returns a `Case` for
-`calls.measure`, or None when its package (or cubepi feature) is missing, so the table says what was not
-measured instead of failing.
+"""Bench cases: each way of calling the ``echo`` tool once, as a `Call` (timed) or a `Case` (a call with
+untimed steps around it) for `calls.measure`. A case whose package is missing comes back as None, so that
+the table says what was not measured instead of failing.
 """
 
 from __future__ import annotations
@@ -11,9 +10,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp import ClientSession, types
+from mcp import Client, types
+from mcp.shared.exceptions import MCPError
 
 ARGS = {"message": "hi"}
+FRESH = "raw SDK, fresh Client, same work"
+PERSISTENT = "raw SDK, persistent Client"
 
 Call = Callable[[], Awaitable[Any]]
 
@@ -27,89 +29,79 @@ class Case:
     after: Call | None = None
 
 
-def echo_request() -> types.ClientRequest:
-    params = types.CallToolRequestParams(name="echo", arguments=ARGS)
-    return types.ClientRequest(types.CallToolRequest(params=params))
+def echo_request() -> types.CallToolRequest:
+    return types.CallToolRequest(params=types.CallToolRequestParams(name="echo", arguments=ARGS))
 
 
-async def raw_persistent(stack: contextlib.AsyncExitStack, streams: Any) -> Case:
-    """One raw SDK `ClientSession` for the whole run; a call is one ``tools/call`` on it."""
-    read, write = await stack.enter_async_context(streams)
-    session = await stack.enter_async_context(ClientSession(read, write))
-    await session.initialize()
+async def send_echo(client: Client) -> types.CallToolResult:
+    """One ``tools/call`` request and nothing else (`Client.call_tool` lists the tools first on a fresh
+    session, to validate structured output against the tool's output schema)."""
+    return await client.session.send_request(echo_request(), types.CallToolResult)
+
+
+def raw_fresh(open_client: Callable[[], Client], *, same_work: bool) -> Call:
+    """A fresh raw SDK `Client` per call: ``call_tool`` as SDK users write it, or (`same_work`) exactly the
+    requests cubepi sends: the era's opening (2026-07-28 pinned: none; handshake: ``initialize``) and one
+    ``tools/call``."""
 
     async def call() -> Any:
-        return await session.send_request(echo_request(), types.CallToolResult)
+        async with open_client() as client:
+            if same_work:
+                return await send_echo(client)
+            return await client.call_tool("echo", ARGS)
+
+    return call
+
+
+async def raw_persistent(stack: contextlib.AsyncExitStack, client: Client) -> Case:
+    """One raw SDK `Client` for the whole run; its first ``call_tool`` (untimed) lists the tools, so a
+    timed call is one ``tools/call``."""
+    await stack.enter_async_context(client)
+    await client.call_tool("echo", ARGS)
+
+    async def call() -> Any:
+        return await client.call_tool("echo", ARGS)
 
     return Case(call)
 
 
-def raw_preinitialized(open_streams: Callable[[], Any], *, warmed: bool = False) -> Case:
-    """A fresh raw SDK session initialized before the clock starts: the floor of a prespawned call
-    (the server's first ``tools/call`` in a new process, which is slower than on a warm one).
-    `warmed`: the session has also listed the tools and asked for a tool that does not exist, as a
-    cubepi spare does while it waits."""
+def raw_prespawned(open_client: Callable[[], Client]) -> Case:
+    """A fresh raw SDK `Client` opened before the clock starts, which has listed the tools and asked for a
+    tool that does not exist, as a cubepi spare does while it waits: the floor of a prespawned call (a
+    new process's first ``tools/call`` on warmed code)."""
     stack = contextlib.AsyncExitStack()
-    holder: dict[str, ClientSession] = {}
+    holder: dict[str, Client] = {}
 
     async def before() -> None:
-        read, write = await stack.enter_async_context(open_streams())
-        holder["session"] = await stack.enter_async_context(ClientSession(read, write))
-        await holder["session"].initialize()
-        if warmed:
-            await holder["session"].list_tools()
-            missing = types.CallToolRequestParams(name="cubepi-warm-up-0", arguments={})
-            with contextlib.suppress(Exception):  # "no such tool"
-                await holder["session"].send_request(
-                    types.ClientRequest(types.CallToolRequest(params=missing)), types.CallToolResult
-                )
+        client = holder["client"] = await stack.enter_async_context(open_client())
+        await client.session.list_tools()
+        missing = types.CallToolRequestParams(name="cubepi-warm-up-0", arguments={})
+        with contextlib.suppress(MCPError):  # "no such tool"
+            await client.session.send_request(types.CallToolRequest(params=missing), types.CallToolResult)
 
     async def call() -> Any:
-        return await holder["session"].send_request(echo_request(), types.CallToolResult)
+        return await send_echo(holder["client"])
 
     return Case(call, before, stack.aclose)
 
 
-async def raw_protocol_floor(stack: contextlib.AsyncExitStack, url: str) -> Case:
-    """The raw SDK doing no more than a stateless Streamable HTTP call must: a fresh session's
-    ``initialize``, its ``notifications/initialized`` and one ``tools/call``, on one HTTP client kept for
-    the run, with no GET stream and no DELETE (the session is left to the server to expire). The SDK's
-    context managers must exit before the call returns, so its transport's teardown is timed."""
-    import httpx
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    class NoGetStream(Exception):
-        pass
-
-    async def refuse_get(request: httpx.Request) -> None:
-        if request.method == "GET":
-            raise NoGetStream()
-
-    client = await stack.enter_async_context(create_mcp_http_client())
-    client.event_hooks["request"].append(refuse_get)
-
-    async def call() -> Any:
-        transport = streamable_http_client(url, http_client=client, terminate_on_close=False)
-        async with transport as (read, write, _), ClientSession(read, write) as session:
-            await session.initialize()
-            return await session.send_request(echo_request(), types.CallToolResult)
-
-    return Case(call)
-
-
-def cubepi_prespawn(tools: Any, *, spaced: bool) -> Case:
-    """A cubepi prespawn call: `spaced`, the spare is ready (calls wider apart than the server's start-up);
-    else back to back, right after another call took the spare."""
-    from cubepi import AgentTool
-
-    echo: AgentTool = next(t for t in tools if t.name == "echo")
-    spares = tools._resources.spares
+def cubepi_call(tools: Any) -> Call:
+    """A call of the ``echo`` tool of a cubepi tool list (raises on an ``is_error`` result)."""
+    echo = next(t for t in tools if t.name == "echo")
 
     async def call() -> Any:
         result = await echo.execute(ARGS)
         assert not result.is_error, result.text
         return result
+
+    return call
+
+
+def cubepi_prespawn(tools: Any, *, spaced: bool) -> Case:
+    """A cubepi prespawn call: `spaced`, the spare is ready (calls wider apart than the server's start-up);
+    else back to back, right after another call took the spare."""
+    call = cubepi_call(tools)
+    spares = tools._resources.spares
 
     async def wait_for_spare() -> None:
         await spares.wait_ready()
@@ -123,42 +115,32 @@ def cubepi_prespawn(tools: Any, *, spaced: bool) -> Case:
     return Case(call, wait_for_spare if spaced else take_spare, wait_for_spare)
 
 
-async def cubepi_persistent(stack: contextlib.AsyncExitStack, server: Any) -> Case | None:
-    """cubepi tools bound to ``server.connect()`` (when that exists)."""
+async def cubepi_persistent(stack: contextlib.AsyncExitStack, server: Any) -> Case:
+    """cubepi tools loaded from ``server.connect()``: every call goes over that one session."""
     from cubepi.mcp import load_mcp_tools
 
-    connect = getattr(server, "connect", None)
-    if connect is None:
-        return None
-    conn = await stack.enter_async_context(connect())
-    tools = await load_mcp_tools(conn)
-    echo = next(t for t in tools if t.name == "echo")
-
-    async def call() -> Any:
-        result = await echo.execute(ARGS)
-        assert not result.is_error, result.text
-        return result
-
-    return Case(call)
+    conn = await stack.enter_async_context(server.connect())
+    return Case(cubepi_call(await load_mcp_tools(conn)))
 
 
-async def langchain(connection: dict[str, Any]) -> Case | None:
-    """langchain-mcp-adapters' tools loaded from a connection config: a new session per call."""
+async def fastmcp_persistent(stack: contextlib.AsyncExitStack, url: str, mode: str) -> Case | None:
+    """One ``fastmcp.Client`` (4.x, on the same SDK) for the whole run, over Streamable HTTP."""
     try:
-        from langchain_mcp_adapters.tools import load_mcp_tools
+        import fastmcp
     except ImportError:
         return None
-    tools = await load_mcp_tools(None, connection=connection)  # type: ignore[arg-type]
-    echo = next(t for t in tools if t.name == "echo")
+    client = await stack.enter_async_context(fastmcp.Client(url, mode=mode))
+    await client.call_tool("echo", ARGS)
 
     async def call() -> Any:
-        return await echo.ainvoke(ARGS)
+        return await client.call_tool("echo", ARGS)
 
     return Case(call)
 
 
 def load_cases(command: str, args: list[str], devnull: Any) -> dict[str, Call]:
-    """Loading a catalog: cubepi's loader (no model built) vs the raw SDK's initialize + list_tools."""
+    """Loading a catalog: cubepi's loader (no model built) vs the raw SDK's negotiation (``server/discover``,
+    else ``initialize``) + ``list_tools``."""
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     from cubepi.mcp import StdioServer, load_mcp_tools
@@ -171,9 +153,7 @@ def load_cases(command: str, args: list[str], devnull: Any) -> dict[str, Call]:
         return tools
 
     async def raw_list() -> Any:
-        streams = stdio_client(params, errlog=devnull)
-        async with streams as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            return await session.list_tools()
+        async with Client(stdio_client(params, errlog=devnull)) as client:
+            return await client.session.list_tools()
 
-    return {"cubepi load_mcp_tools": cubepi_load, "raw SDK, initialize + list_tools": raw_list}
+    return {"cubepi load_mcp_tools": cubepi_load, "raw SDK, discover + list_tools": raw_list}

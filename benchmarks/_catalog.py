@@ -1,13 +1,14 @@
-"""A FastMCP stdio server with a catalog of ``CATALOG`` (default 100) tools, for the loading benchmark."""
+"""A stdio `MCPServer` (both protocol eras) with a catalog of ``CATALOG`` (default 100) tools, for the
+loading benchmark."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.mcpserver import MCPServer
 
-server = FastMCP("catalog")
+server = MCPServer("catalog")
 
 
 def make(i: int) -> Callable[..., str]:

@@ -1,110 +1,113 @@
 """Per-call latency of every way to call an MCP tool, side by side, on the same servers.
 
-Run: ``python benchmarks/calls.py [--runs N] [--http-runs M]`` (needs ``npm ci --prefix tests``, and
-``pip install -e ".[bench]"`` for the langchain-mcp-adapters case).
+Run: ``python benchmarks/calls.py [--runs N] [--http-runs M] [--load-runs K]`` (needs ``npm ci --prefix
+tests``, and ``pip install -e ".[bench]"`` for the fastmcp case).
 
-Cases (a case whose package or feature is missing is left out of the table):
+Servers: ``tests/servers/kitchen.py``, an mcp 2.3 ``MCPServer`` that speaks both protocol eras, and the
+TypeScript reference server ``mcp-server-everything``, handshake era only. kitchen.py is measured in both
+eras: the 2026-07-28 revision (``server/discover`` once, at load; then every request carries its version:
+a call is one request, over Streamable HTTP one POST) and the handshake era (cubepi ``protocol="legacy"``,
+raw ``mode="legacy"``: ``initialize``, a session, over HTTP a DELETE at the end). All HTTP rows run against
+one kitchen.py process and one server-everything process, interleaved.
 
-- ``cubepi stateless``: a fresh session per call (a new process for stdio), the default; over HTTP the
-  calls of one loaded list share its HTTP client; ``a client per call`` is the same without sharing;
-- ``cubepi stateless + prespawn``: stdio with ``prespawn=True``; ``spaced``: the spare is ready when the
-  call comes (calls spaced wider than the server's start-up); ``back to back``: the call comes right after
+Cases (a case whose package is missing is left out of the table):
+
+- ``cubepi stateless``: a call of a loaded list's tool, the default: a session no earlier call used (over
+  stdio a new process) that adopts the protocol found at load (2026-07-28: no request before the call;
+  handshake era: ``initialize``); over HTTP the list's calls share one HTTP client. ``a client per call``
+  (HTTP): the same from ``make_mcp_agent_tool``, a tool without a list, so without the shared client;
+- ``cubepi stateless + prespawn`` (stdio): ``prespawn=True``; ``spaced``: the spare is ready when the call
+  comes (calls spaced wider than the server's start-up); ``back to back``: the call comes right after
   another one took the spare;
 - ``cubepi persistent``: tools loaded from ``server.connect()``;
-- ``raw SDK, fresh session``: ``initialize`` + ``session.call_tool`` as SDK users write it; on a fresh
-  session the SDK's ``call_tool`` also sends ``tools/list`` (to validate structured output), one round
-  trip more than cubepi; ``same work``: ``initialize`` + one ``tools/call`` request, exactly what cubepi
-  does; ``pre-initialized``: a fresh session initialized before the clock starts, so only its first
-  ``tools/call`` is timed (the floor of a prespawned call); ``pre-initialized and warmed``: the same
-  after one ``tools/list`` and one ``tools/call`` of a tool that does not exist, as a cubepi spare does;
-  ``persistent``: one session for the run; ``protocol floor`` (Streamable HTTP): the raw SDK doing no
-  more than a stateless call must, ``initialize``, the initialized notification and ``tools/call`` on
-  one HTTP client kept for the run, with no GET stream and no DELETE, its transport's teardown timed;
-- ``langchain-mcp-adapters``: its tools loaded from a connection config (a new session per call).
+- ``raw SDK, fresh Client``: ``async with mcp.Client(...)`` and ``call_tool`` per call, as SDK users write
+  it: 2026-07-28 pinned with the discover result stored at set-up (``mode="2026-07-28",
+  prior_discover=...``), handshake era ``mode="legacy"``; over HTTP on one httpx2 client kept for the run
+  (``create_mcp_http_client``). On a fresh session ``call_tool`` also sends ``tools/list`` (to validate
+  structured output), one request more than cubepi (HTTP only: over stdio the process start dwarfs it).
+  ``same work``: the same Client sending one ``tools/call`` (``session.send_request``), exactly the requests
+  cubepi sends: the baseline of the ``vs raw fresh`` column and of the targets; over stdio the server gets
+  the environment cubepi gives it. ``prespawned`` (stdio): a fresh Client opened, listed and warmed (a call
+  of a tool that does not exist) before the clock starts, as a cubepi spare is: the floor of a prespawned
+  call;
+- ``raw SDK, persistent Client``: one ``mcp.Client`` for the run (``mode="auto"``: discover, else
+  initialize; ``"legacy"`` for the handshake-era kitchen.py rows), after one untimed ``call_tool``;
+- ``fastmcp.Client persistent`` (HTTP): one ``fastmcp.Client`` (4.x, on the same SDK) for the run;
+- loading a 100-tool catalog (stdio): ``load_mcp_tools`` vs a raw Client's negotiation + ``list_tools``.
 
 Cases run interleaved, in a shuffled order each round (seeded), so that load on the machine hits them
-alike; the table shows medians and their ratios to the raw SDK's fresh and persistent sessions. Before
-each HTTP call ``--pause`` seconds (default 0.02) pass untimed, so that what one case leaves running (the
-SDK and the server tearing sessions down) does not slow the next case's call; ``--pause 0`` measures
-them back to back. stdio cases wait for spares in their own ``before`` and ``after`` steps.
+alike; the table shows medians and their ratios to the raw SDK's fresh Client (same work) and persistent
+Client, then each target of the issue next to its ratio. Before each HTTP call ``--pause`` seconds (default
+0.02) pass untimed, so that what one case leaves running (sessions torn down) does not slow the next case's
+call; ``--pause 0`` measures them back to back. stdio cases wait for spares in their own untimed steps.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import os
 import platform
 import random
 import statistics
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import _cases
 import anyio
-from _cases import Case
+from _cases import FRESH, PERSISTENT, Call, Case
 from _servers import CATALOG, EVERYTHING, KITCHEN, PYTHON, http_server
-from mcp import ClientSession, types
-from mcp.client.sse import sse_client
+from mcp import Client, types
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
-from cubepi import AgentTool
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools, make_mcp_agent_tool
 
+MODERN = "2026-07-28"
 ECHO = {
     "name": "echo",
     "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
 }
-ARGS = {"message": "hi"}
 
-Call = Callable[[], Awaitable[Any]]
+HTTP_MODERN = "Streamable HTTP, 2026-07-28, kitchen.py"
+HTTP_LEGACY = "Streamable HTTP, handshake, kitchen.py"
+HTTP_EVERYTHING = "Streamable HTTP, handshake, server-everything"
+STDIO_MODERN = "stdio, 2026-07-28, kitchen.py"
+STDIO_LEGACY = "stdio, handshake, kitchen.py"
+STDIO_EVERYTHING = "stdio, handshake, server-everything (node)"
+LOAD = "stdio, 100-tool catalog: loading"
+LOAD_BASE = "raw SDK, discover + list_tools"
 
+STATELESS, CUBEPI_PERSISTENT = "cubepi stateless", "cubepi persistent"
+# (row, case, baseline case, the issue's bound on their ratio)
+TARGETS: list[tuple[str, str, str, float]] = [
+    (HTTP_MODERN, STATELESS, FRESH, 1.15),
+    (HTTP_MODERN, STATELESS, PERSISTENT, 1.35),
+    (HTTP_LEGACY, STATELESS, FRESH, 1.05),
+    (HTTP_EVERYTHING, STATELESS, FRESH, 1.05),
+    (STDIO_MODERN, STATELESS, FRESH, 1.05),
+    (STDIO_LEGACY, STATELESS, FRESH, 1.05),
+    (STDIO_EVERYTHING, STATELESS, FRESH, 1.05),
+    *(
+        (row, CUBEPI_PERSISTENT, PERSISTENT, 1.15)
+        for row in (HTTP_MODERN, HTTP_LEGACY, HTTP_EVERYTHING, STDIO_MODERN, STDIO_LEGACY, STDIO_EVERYTHING)
+    ),
+]
 
-@contextlib.asynccontextmanager
-async def raw_streams(kind: str, target: Any, devnull: Any) -> AsyncIterator[tuple[Any, Any]]:
-    if kind == "stdio":
-        async with stdio_client(target, errlog=devnull) as (read, write):
-            yield read, write
-    elif kind == "streamable-http":
-        async with streamable_http_client(target) as (read, write, _):
-            yield read, write
-    else:
-        async with sse_client(target) as (read, write):
-            yield read, write
-
-
-def raw_call(kind: str, target: Any, devnull: Any, *, same_work: bool) -> Call:
-    async def call() -> Any:
-        async with raw_streams(kind, target, devnull) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            if not same_work:
-                return await session.call_tool("echo", ARGS)
-            request = types.ClientRequest(
-                types.CallToolRequest(params=types.CallToolRequestParams(name="echo", arguments=ARGS))
-            )
-            return await session.send_request(request, types.CallToolResult)
-
-    return call
+Key = tuple[str, str]  # (row, case)
+Timings = dict[Key, list[float]]
 
 
-def cubepi_call(tool: AgentTool) -> Call:
-    async def call() -> Any:
-        result = await tool.execute(ARGS)
-        assert not result.is_error, result.text
-        return result
-
-    return call
-
-
-async def measure(cases: dict[str, Call | Case], runs: int, pause: float = 0.0) -> dict[str, list[float]]:
+async def measure(cases: dict[Key, Call | Case], runs: int, pause: float = 0.0) -> Timings:
     """Timings of each case; a `Case`'s `before` and `after` run untimed around its call, and `pause`
     seconds pass (untimed) before each call, so that work a case leaves behind does not land on the next
     one's clock."""
-    plan = {name: case if isinstance(case, Case) else Case(case) for name, case in cases.items()}
-    timings: dict[str, list[float]] = {name: [] for name in plan}
+    plan = {key: case if isinstance(case, Case) else Case(case) for key, case in cases.items()}
+    timings: Timings = {key: [] for key in plan}
     for case in plan.values():  # warm-up: imports, npm/node caches, models
         if case.before is not None:
             await case.before()
@@ -115,36 +118,53 @@ async def measure(cases: dict[str, Call | Case], runs: int, pause: float = 0.0) 
     for _ in range(runs):
         order = list(plan.items())
         rounds.shuffle(order)
-        for name, case in order:
+        for key, case in order:
             if case.before is not None:
                 await case.before()
             await anyio.sleep(pause)
             start = time.perf_counter()
             await case.call()
-            timings[name].append(time.perf_counter() - start)
+            timings[key].append(time.perf_counter() - start)
             if case.after is not None:
                 await case.after()
     return timings
+
+
+def medians(timings: Timings) -> dict[Key, float]:
+    return {key: statistics.median(values) for key, values in timings.items()}
 
 
 def ratio(value: float, base: float | None) -> str:
     return f"{value / base:.2f}x" if base else "-"
 
 
-def table(label: str, timings: dict[str, list[float]]) -> list[str]:
-    """Markdown rows: each case's median and its ratio to the raw SDK's fresh and persistent sessions."""
-    medians = {name: statistics.median(values) for name, values in timings.items()}
-    fresh, persistent = medians.get("raw SDK, fresh session"), medians.get("raw SDK, persistent session")
+def table(timings: Timings, fresh: str = FRESH) -> list[str]:
+    """Markdown rows: each case's median and its ratio to the raw SDK's fresh and persistent Clients."""
+    middle = medians(timings)
     return [
-        f"| {label} | {name} | {len(timings[name])} | {median * 1000:.2f} | {ratio(median, fresh)} "
-        f"| {ratio(median, persistent)} |"
-        for name, median in medians.items()
+        f"| {row} | {name} | {len(timings[row, name])} | {median * 1000:.2f} "
+        f"| {ratio(median, middle.get((row, fresh)))} | {ratio(median, middle.get((row, PERSISTENT)))} |"
+        for (row, name), median in middle.items()
     ]
+
+
+def target_table(middle: dict[Key, float]) -> list[str]:
+    """Markdown rows: each of the issue's targets that was measured, its ratio and whether it is met."""
+    lines = []
+    for row, case, base, bound in TARGETS:
+        if (row, case) not in middle or (row, base) not in middle:
+            continue
+        value = middle[row, case] / middle[row, base]
+        lines.append(
+            f"| {row} | {case} vs {base} | {middle[row, case] * 1000:.2f} | {middle[row, base] * 1000:.2f} "
+            f"| {value:.2f}x | ≤ {bound:.2f}x | {'met' if value <= bound else 'MISSED'} |"
+        )
+    return lines
 
 
 @contextlib.contextmanager
 def quiet_stderr() -> Iterator[None]:
-    """Servers (and langchain-mcp-adapters' stdio client, which passes them our stderr) print banners."""
+    """stdio servers print banners on the stderr they inherit."""
     saved = os.dup(2)
     with open(os.devnull, "w") as devnull:
         os.dup2(devnull.fileno(), 2)
@@ -155,70 +175,78 @@ def quiet_stderr() -> Iterator[None]:
             os.close(saved)
 
 
+async def discover_result(open_client: Callable[[], Client]) -> types.DiscoverResult:
+    """The server's ``server/discover`` result, as a raw client would have stored it."""
+    async with open_client() as client:
+        result = client.session.discover_result
+    assert result is not None, "the server did not answer server/discover"
+    return result
+
+
 async def stdio_cases(
-    stack: contextlib.AsyncExitStack, command: str, args: list[str], devnull: Any
-) -> dict[str, Call | Case]:
-    server = StdioServer(command, args)
+    stack: contextlib.AsyncExitStack, row: str, command: str, args: list[str], protocol: str, devnull: Any
+) -> dict[Key, Call | Case]:
+    """The stdio cases of one server in one era. `protocol` is cubepi's setting: ``"auto"`` on kitchen.py
+    finds 2026-07-28 (the raw fresh Client is pinned to it), on server-everything the handshake (the raw
+    fresh Client: ``"legacy"``)."""
+    server = StdioServer(command, args, protocol=protocol)
     # The same environment cubepi gives the server: ENV_PASSTHROUGH forwards NODE_EXTRA_CA_CERTS, for one,
     # and node reads those certificates at start-up (about 0.1 s where the variable is set).
     params = StdioServerParameters(command=command, args=args, env=server.environment())
+    mode = "legacy" if protocol == "legacy" else "auto"
+    fresh_mode, discover = "legacy", None
+    if row == STDIO_MODERN:
+        fresh_mode = MODERN
+        discover = await discover_result(lambda: Client(stdio_client(params, errlog=devnull)))
+
+    def open_client() -> Client:
+        return Client(stdio_client(params, errlog=devnull), mode=fresh_mode, prior_discover=discover)
+
+    persistent = Client(stdio_client(params, errlog=devnull), mode=mode)
     cases: dict[str, Call | Case] = {
-        "cubepi stateless": cubepi_call(make_mcp_agent_tool(ECHO, server)),
+        STATELESS: _cases.cubepi_call(await stack.enter_async_context(await load_mcp_tools(server))),
         "cubepi stateless + prespawn, spaced": _cases.cubepi_prespawn(
             await stack.enter_async_context(await load_mcp_tools(server, prespawn=True)), spaced=True
         ),
         "cubepi stateless + prespawn, back to back": _cases.cubepi_prespawn(
             await stack.enter_async_context(await load_mcp_tools(server, prespawn=True)), spaced=False
         ),
-        "raw SDK, fresh session": raw_call("stdio", params, devnull, same_work=False),
-        "raw SDK, fresh session, same work": raw_call("stdio", params, devnull, same_work=True),
-        "raw SDK, pre-initialized fresh session": _cases.raw_preinitialized(
-            lambda: stdio_client(params, errlog=devnull)
-        ),
-        "raw SDK, pre-initialized and warmed fresh session": _cases.raw_preinitialized(
-            lambda: stdio_client(params, errlog=devnull), warmed=True
-        ),
-        "raw SDK, persistent session": await _cases.raw_persistent(
-            stack, stdio_client(params, errlog=devnull)
-        ),
+        CUBEPI_PERSISTENT: await _cases.cubepi_persistent(stack, server),
+        FRESH: _cases.raw_fresh(open_client, same_work=True),
+        "raw SDK, prespawned fresh Client": _cases.raw_prespawned(open_client),
+        PERSISTENT: await _cases.raw_persistent(stack, persistent),
     }
-    persistent = await _cases.cubepi_persistent(stack, server)
-    if persistent is not None:
-        cases["cubepi persistent"] = persistent
-    langchain = await _cases.langchain({"transport": "stdio", "command": command, "args": args})
-    if langchain is not None:
-        cases["langchain-mcp-adapters"] = langchain
-    return cases
+    return {(row, name): case for name, case in cases.items()}
 
 
 async def http_cases(
-    stack: contextlib.AsyncExitStack, url: str, kind: str, devnull: Any
-) -> dict[str, Call | Case]:
-    server = HttpServer(url, transport=kind)  # type: ignore[arg-type]
-    tools = await stack.enter_async_context(await load_mcp_tools(server))
+    stack: contextlib.AsyncExitStack, row: str, url: str, protocol: str, shared: Any
+) -> dict[Key, Call | Case]:
+    """The Streamable HTTP cases of one server in one era (see `stdio_cases`); `shared` is the httpx2
+    client the raw fresh Clients share."""
+    server = HttpServer(url, transport="streamable-http", protocol=protocol)
+    mode = "legacy" if protocol == "legacy" else "auto"
+    fresh_mode, discover = "legacy", None
+    if row == HTTP_MODERN:
+        fresh_mode = MODERN
+        discover = await discover_result(lambda: Client(streamable_http_client(url, http_client=shared)))
+
+    def open_client() -> Client:
+        transport = streamable_http_client(url, http_client=shared)
+        return Client(transport, mode=fresh_mode, prior_discover=discover)
+
     cases: dict[str, Call | Case] = {
-        "cubepi stateless": cubepi_call(next(t for t in tools if t.name == "echo")),
-        "cubepi stateless, a client per call": cubepi_call(make_mcp_agent_tool(ECHO, server)),
-        "raw SDK, fresh session": raw_call(kind, url, devnull, same_work=False),
-        "raw SDK, fresh session, same work": raw_call(kind, url, devnull, same_work=True),
-        "raw SDK, persistent session": await _cases.raw_persistent(stack, _http_streams(kind, url)),
+        STATELESS: _cases.cubepi_call(await stack.enter_async_context(await load_mcp_tools(server))),
+        "cubepi stateless, a client per call": _cases.cubepi_call([make_mcp_agent_tool(ECHO, server)]),
+        CUBEPI_PERSISTENT: await _cases.cubepi_persistent(stack, server),
+        "raw SDK, fresh Client": _cases.raw_fresh(open_client, same_work=False),
+        FRESH: _cases.raw_fresh(open_client, same_work=True),
+        PERSISTENT: await _cases.raw_persistent(stack, Client(url, mode=mode)),
     }
-    if kind == "streamable-http":
-        cases["raw SDK, protocol floor"] = await _cases.raw_protocol_floor(stack, url)
-    persistent = await _cases.cubepi_persistent(stack, server)
-    if persistent is not None:
-        cases["cubepi persistent"] = persistent
-    connection = {"transport": "streamable_http" if kind == "streamable-http" else "sse", "url": url}
-    langchain = await _cases.langchain(connection)
-    if langchain is not None:
-        cases["langchain-mcp-adapters"] = langchain
-    return cases
-
-
-@contextlib.asynccontextmanager
-async def _http_streams(kind: str, url: str) -> AsyncIterator[tuple[Any, Any]]:
-    async with raw_streams(kind, url, None) as streams:
-        yield streams
+    fastmcp = await _cases.fastmcp_persistent(stack, url, mode)
+    if fastmcp is not None:
+        cases["fastmcp.Client persistent"] = fastmcp
+    return {(row, name): case for name, case in cases.items()}
 
 
 async def main() -> None:
@@ -245,53 +273,75 @@ async def main() -> None:
         sys.exit("install the test servers first: npm ci --prefix tests")
 
     devnull = open(os.devnull, "w")  # noqa: SIM115, ASYNC230 - opened once, lives for the whole run
-    rows: list[str] = []
-
-    stdio_servers = [
-        ("stdio, server-everything (node)", str(EVERYTHING), ["stdio"]),
-        ("stdio, kitchen.py (Python FastMCP)", PYTHON, [str(KITCHEN)]),
-    ]
     groups = set(options.only or ["stdio", "load", "http"])
-    for label, command, args in stdio_servers if "stdio" in groups else []:
+    rows: list[str] = []
+    middle: dict[Key, float] = {}
+
+    def report(timings: Timings, fresh: str = FRESH) -> None:
+        lines = table(timings, fresh)
+        rows.extend(lines)
+        middle.update(medians(timings))
+        print("\n".join(lines), flush=True)
+
+    if "stdio" in groups:
+        stdio_servers = [
+            (STDIO_MODERN, PYTHON, [str(KITCHEN)], "auto"),
+            (STDIO_LEGACY, PYTHON, [str(KITCHEN)], "legacy"),
+            (STDIO_EVERYTHING, str(EVERYTHING), ["stdio"], "auto"),
+        ]
         with quiet_stderr():
             async with contextlib.AsyncExitStack() as stack:
-                timings = await measure(await stdio_cases(stack, command, args, devnull), options.runs)
-        rows += table(label, timings)
-        print("\n".join(table(label, timings)), flush=True)
+                cases: dict[Key, Call | Case] = {}
+                for row, command, args, protocol in stdio_servers:
+                    cases.update(await stdio_cases(stack, row, command, args, protocol, devnull))
+                timings = await measure(cases, options.runs)
+        report(timings)
 
     if options.load_runs and "load" in groups:
-        label = "stdio, 100-tool catalog: loading"
         with quiet_stderr():
-            loads = await measure(_cases.load_cases(PYTHON, [str(CATALOG)], devnull), options.load_runs)
-        medians = {name: statistics.median(values) for name, values in loads.items()}
-        base = medians["raw SDK, initialize + list_tools"]
-        load_rows = [
-            f"| {label} | {name} | {len(loads[name])} | {median * 1000:.2f} | {ratio(median, base)} | - |"
-            for name, median in medians.items()
-        ]
-        rows += load_rows
-        print("\n".join(load_rows), flush=True)
+            loading = _cases.load_cases(PYTHON, [str(CATALOG)], devnull)
+            loads = await measure({(LOAD, name): call for name, call in loading.items()}, options.load_runs)
+        report(loads, LOAD_BASE)
 
-    http_servers = [
-        ("Streamable HTTP, server-everything", "streamableHttp", "/mcp", "streamable-http"),
-        ("SSE, server-everything", "sse", "/sse", "sse"),
-    ]
-    for label, mode, path, kind in http_servers if "http" in groups else []:
-        with http_server([str(EVERYTHING), mode], path) as url:
+    if "http" in groups:
+        with (
+            http_server([PYTHON, str(KITCHEN), "streamable-http"], "/mcp") as kitchen,
+            http_server([str(EVERYTHING), "streamableHttp"], "/mcp") as everything,
+        ):
             async with contextlib.AsyncExitStack() as stack:
-                cases = await http_cases(stack, url, kind, devnull)
+                shared = await stack.enter_async_context(create_mcp_http_client())
+                cases = {
+                    **await http_cases(stack, HTTP_MODERN, kitchen, "auto", shared),
+                    **await http_cases(stack, HTTP_LEGACY, kitchen, "legacy", shared),
+                    **await http_cases(stack, HTTP_EVERYTHING, everything, "auto", shared),
+                }
                 timings = await measure(cases, options.http_runs, options.pause)
-        rows += table(label, timings)
-        print("\n".join(table(label, timings)), flush=True)
+        report(timings)
 
     print()
     print(f"Per-call latency, medians in ms; {platform.platform()}, Python {platform.python_version()},")
-    print(f"{os.cpu_count()} CPUs ({_cpu_model()}); `python benchmarks/calls.py {' '.join(sys.argv[1:])}`")
+    print(f"{os.cpu_count()} CPUs ({_cpu_model()}); {_versions()};")
+    print(f"`python benchmarks/calls.py {' '.join(sys.argv[1:])}`")
     print()
     print("| server | case | runs | median ms | vs raw fresh | vs raw persistent |")
     print("|---|---|---:|---:|---:|---:|")
     for line in rows:
         print(line)
+    targets = target_table(middle)
+    if targets:
+        print()
+        print("| server | target | cubepi ms | baseline ms | ratio | target | |")
+        print("|---|---|---:|---:|---:|---:|---|")
+        for line in targets:
+            print(line)
+
+
+def _versions() -> str:
+    found = []
+    for name in ("mcp", "fastmcp", "httpx2"):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            found.append(f"{name} {importlib.metadata.version(name)}")
+    return ", ".join(found)
 
 
 def _cpu_model() -> str:
