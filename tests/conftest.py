@@ -7,11 +7,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import pytest
+
+from cubepi.mcp._toollist import IDLE_GRACE
 
 TESTS = Path(__file__).parent
 SERVERS = TESTS / "servers"
@@ -140,13 +143,16 @@ class LeakChecker:
     def new_connections(self) -> set[tuple[object, ...]]:
         return self.connections() - self.baseline_connections
 
-    def assert_clean(self, wait: float = 3.0) -> None:
-        """Fail if a child process or a TCP connection started since the baseline is still there."""
-        deadline = time.monotonic() + wait
+    async def assert_clean(self, wait: float = 3.0) -> None:
+        """Fail if a child process or a TCP connection started since the baseline is still there.
+
+        Polls for `wait` seconds plus the grace a loaded list gives its idle connections, with the event
+        loop running (its keeper tasks close what a list leaves idle)."""
+        deadline = time.monotonic() + wait + IDLE_GRACE
         while time.monotonic() < deadline:
             if not self.new_children() and not self.new_connections():
                 return
-            time.sleep(0.05)
+            await anyio.sleep(0.05)
         assert not self.new_children(), f"child processes left running: {self.new_children()}"
         assert not self.new_connections(), f"connections left open: {self.new_connections()}"
 
@@ -161,8 +167,8 @@ def _alive(process: object) -> bool:
 
 
 @pytest.fixture
-def leaks() -> Iterator[LeakChecker]:
+async def leaks() -> AsyncIterator[LeakChecker]:
     """A baseline of children and connections taken now; checked again when the test ends."""
     checker = LeakChecker()
     yield checker
-    checker.assert_clean()
+    await checker.assert_clean()

@@ -214,7 +214,7 @@ async def test_a_failing_server_is_named_and_nothing_is_left_running(leaks: Leak
         await load_mcp_tools_from_config(config, servers={"good": {"prespawn": True}})
     assert "server 'broken' of the MCP config" in str(caught.value)
     assert "FATAL missing configuration KITCHEN_TOKEN" in (caught.value.stderr or "")
-    leaks.assert_clean()
+    await leaks.assert_clean()
 
 
 async def test_a_server_failing_after_others_loaded_closes_them(leaks: LeakChecker) -> None:
@@ -232,7 +232,9 @@ async def test_a_server_failing_after_others_loaded_closes_them(leaks: LeakCheck
         )
     assert "server 'silent' of the MCP config" in str(caught.value)
     assert caught.value.phase in ("startup", "initialize")
-    leaks.assert_clean()  # now, while the loop (which would reap an unclosed list's spare at its end) runs
+    await (
+        leaks.assert_clean()
+    )  # now, while the loop (which would reap an unclosed list's spare at its end) runs
 
 
 async def test_a_policy_one_server_refuses_is_named(kitchen_http: RunningServer) -> None:
@@ -249,7 +251,7 @@ async def test_colliding_names_are_refused(leaks: LeakChecker) -> None:
             include=["echo"],
             servers={"a": {"prefix": "same", "prespawn": True}, "b": {"prefix": "same", "prespawn": True}},
         )
-    leaks.assert_clean()
+    await leaks.assert_clean()
 
 
 def test_cli_tools_and_call_read_the_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -286,7 +286,7 @@ async def test_cancelled_block_closes_the_connection(leaks: LeakChecker) -> None
             tools = by_name(await load_mcp_tools(conn, include=["hold"]))
             await tools["hold"].execute({"seconds": 30})
     assert scope.cancelled_caught and conn.closed
-    leaks.assert_clean(wait=8)
+    await leaks.assert_clean(wait=8)
 
 
 async def test_execute_sync_from_inside_the_loop_is_refused() -> None:
@@ -357,4 +357,4 @@ async def test_an_error_in_the_block_propagates_unchanged(leaks: LeakChecker) ->
         async with stdio().connect() as conn:
             await load_mcp_tools(conn, include=["pid"])
             raise KeyError("mine")
-    leaks.assert_clean(wait=8)
+    await leaks.assert_clean(wait=8)

@@ -120,7 +120,7 @@ async def test_call_timeout_and_cancellation_leave_no_connection(
     with pytest.raises(MCPTimeoutError) as caught:
         await slow.execute({"seconds": 30})
     assert (caught.value.phase, caught.value.tool_name) == ("call", "slow")
-    leaks.assert_clean()
+    await leaks.assert_clean()
 
     patient = make_mcp_agent_tool(spec("slow", seconds={"type": "number"}), HttpServer(kitchen_url))
     sleeping = anyio.Event()

@@ -80,7 +80,7 @@ async def test_a_timed_out_call_tells_the_server(tmp_path: Path, leaks: LeakChec
     assert len(calls) == 1 and len(notes) == 1
     assert notes[0]["params"]["requestId"] == calls[0]["id"]
     assert notes[0]["params"]["reason"]  # the SDK words it ("caller cancelled")
-    leaks.assert_clean()
+    await leaks.assert_clean()
 
 
 async def test_a_cancelled_call_tells_the_server(tmp_path: Path, leaks: LeakChecker) -> None:
@@ -98,7 +98,7 @@ async def test_a_cancelled_call_tells_the_server(tmp_path: Path, leaks: LeakChec
     calls, notes = cancel_notices(record)
     assert len(notes) == 1 and notes[0]["params"]["requestId"] == calls[0]["id"]
     assert "cancelled" in notes[0]["params"]["reason"]
-    leaks.assert_clean()
+    await leaks.assert_clean()
 
 
 async def test_a_timed_out_call_over_http_tells_the_server(kitchen_http: RunningServer) -> None:
@@ -142,7 +142,7 @@ async def test_startup_timeout_is_separate_from_the_call_timeout(leaks: LeakChec
     error = caught.value
     assert (error.phase, error.limit) == ("initialize", 1.0)
     assert "startup_timeout" in str(error)
-    leaks.assert_clean()
+    await leaks.assert_clean()
 
 
 async def test_a_slow_start_within_startup_timeout_is_fine_with_a_short_call_timeout() -> None:
@@ -201,7 +201,7 @@ async def test_max_duration_bounds_a_call_that_keeps_sending_progress(
     assert "max_duration" in str(caught.value)
     calls, notes = cancel_notices(record)
     assert len(notes) == 1 and notes[0]["params"]["requestId"] == calls[0]["id"]
-    leaks.assert_clean()
+    await leaks.assert_clean()
 
 
 async def test_without_progress_timeout_applies(leaks: LeakChecker) -> None:
