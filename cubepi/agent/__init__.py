@@ -19,6 +19,7 @@ from ._events import (
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
+    ToolInputRequested,
     TurnEnd,
     TurnStart,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "ToolExecutionEnd",
     "ToolExecutionStart",
     "ToolExecutionUpdate",
+    "ToolInputRequested",
     "TurnEnd",
     "TurnStart",
 ]

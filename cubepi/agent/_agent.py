@@ -14,6 +14,7 @@ import anyio.lowlevel
 import pydantic
 from pydantic import BaseModel
 
+from .._calling import lending_elicitation
 from ..errors import UserError
 from ..providers import (
     AssistantMessage,
@@ -44,6 +45,7 @@ from ._events import (
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
+    ToolInputRequested,
     TurnEnd,
     TurnStart,
 )
@@ -110,6 +112,9 @@ class Agent:
       `ReplaceArguments(arguments)`.
     - `after_tool_call(ctx, result)` may return a new `AgentToolResult`.
     - `approve(ctx)` decides calls of tools whose `needs_approval` applies; without it they are refused.
+    - `elicitation_callback` (the MCP SDK's signature) answers an MCP server that asks for input in the
+      middle of a tool call, for tools whose list has no callback of its own; each question is also a
+      `ToolInputRequested` event.
     - `max_turns` bounds the turns of one `prompt`: a model still calling tools after that many raises
       `UserError` (the transcript keeps every call and result, so `prompt` can be called again).
 
@@ -128,6 +133,7 @@ class Agent:
         after_tool_call: AfterToolCall | None = None,
         approve: ApprovalCallback | None = None,
         max_turns: int | None = 50,
+        elicitation_callback: Any = None,
     ) -> None:
         if max_turns is not None and max_turns < 1:
             raise UserError(f"max_turns must be at least 1 (or None for no limit), got {max_turns}")
@@ -147,6 +153,9 @@ class Agent:
         self.before_tool_call = before_tool_call
         self.after_tool_call = after_tool_call
         self.approve = approve
+        if elicitation_callback is not None and not callable(elicitation_callback):
+            raise UserError("elicitation_callback must be an async function (context, params) -> result")
+        self.elicitation_callback = elicitation_callback
         self._state = AgentState(model=model, tools=tools, system_prompt=system_prompt)
         self._listeners: list[tuple[Callable[..., Any], bool]] = []
 
@@ -182,6 +191,16 @@ class Agent:
     def messages(self) -> list[Message]:
         """The transcript: user, assistant and tool result messages, oldest first (a live list)."""
         return self._state.messages
+
+    def _lend_input(self, call: ToolCall) -> Any:
+        """The agent's elicitation callback for one tool call, announcing each question as an event."""
+        answer = self.elicitation_callback
+
+        async def ask(context: Any, params: Any) -> Any:
+            await self._emit(ToolInputRequested(call.id, call.name, str(getattr(params, "message", ""))))
+            return await answer(context, params)
+
+        return ask
 
     # -- events --------------------------------------------------------------------------------------------
 
@@ -392,8 +411,10 @@ class Agent:
                 anyio.from_thread.run(emit_update, update, token=token)
             return None
 
+        lent = self._lend_input(call) if self.elicitation_callback is not None else None
         try:
-            result = await tool.execute(params, on_update=on_update)
+            with lending_elicitation(lent):
+                result = await tool.execute(params, on_update=on_update)
         except Exception as exc:
             result = AgentToolResult.error(
                 f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", reason="exception", exception=exc

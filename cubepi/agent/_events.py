@@ -5,7 +5,7 @@ AgentStart
   TurnStart(1)
     MessageStart/MessageEnd(UserMessage)
     MessageStart/MessageEnd(AssistantMessage)
-    ToolExecutionStart ... ToolExecutionUpdate* ... ToolExecutionEnd   (per call; calls overlap)
+    ToolExecutionStart ... ToolExecutionUpdate* ToolInputRequested* ... ToolExecutionEnd   (per call; overlap)
     MessageStart/MessageEnd(ToolResultMessage)                          (per call, in call order)
   TurnEnd(1)
   TurnStart(2) ...
@@ -30,6 +30,7 @@ __all__ = [
     "ToolExecutionEnd",
     "ToolExecutionStart",
     "ToolExecutionUpdate",
+    "ToolInputRequested",
     "TurnEnd",
     "TurnStart",
 ]
@@ -106,6 +107,17 @@ class ToolExecutionUpdate:
 
 
 @dataclass(frozen=True)
+class ToolInputRequested:
+    """A running MCP tool's server asked for input (elicitation); `message` is its question. The agent's
+    ``elicitation_callback`` answers it."""
+
+    tool_call_id: str
+    tool_name: str
+    message: str
+    type: Literal["tool_input_requested"] = "tool_input_requested"
+
+
+@dataclass(frozen=True)
 class ToolExecutionEnd:
     """A tool call finished with `result` (an error result if unknown, invalid, blocked, or failed)."""
 
@@ -129,5 +141,6 @@ AgentEvent: TypeAlias = (
     | MessageEnd
     | ToolExecutionStart
     | ToolExecutionUpdate
+    | ToolInputRequested
     | ToolExecutionEnd
 )

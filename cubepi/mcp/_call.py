@@ -14,6 +14,7 @@ from typing import TypeVar
 import anyio
 import anyio.lowlevel
 
+from .._calling import lent_elicitation
 from . import _errors
 from ._http import HTTP_CLOSE_GRACE
 from ._open import open_session
@@ -37,7 +38,8 @@ async def run_stateless(
     resources = endpoint.resources
     if resources is not None:
         resources.check_open()
-        if resources.spares is not None and not session_kwargs:
+        own_input = "elicitation_callback" in endpoint.callbacks or lent_elicitation() is None
+        if resources.spares is not None and not session_kwargs and own_input:
             outcome = await resources.spares.run(work, tool_name=tool_name)
             if outcome is not resources.spares.NONE:
                 return outcome  # type: ignore[return-value]

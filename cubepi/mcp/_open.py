@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from .._calling import lent_elicitation
 from ..errors import MCPError
 from . import _errors
 from ._http import connection_headers, http_client, recording_status
+from ._input import with_defaults
 from ._process import track_process
 from ._sdk import ensure_sdk
 from ._session import (
@@ -274,6 +276,9 @@ async def open_session(
     ensure_sdk()
     attempt = attempt if attempt is not None else Attempt()
     session_kwargs = {**endpoint.callbacks, **session_kwargs}
+    lent = lent_elicitation()
+    if lent is not None and "elicitation_callback" not in session_kwargs:
+        session_kwargs["elicitation_callback"] = with_defaults(lent)
     server = endpoint.server
     async with contextlib.AsyncExitStack() as stack:
         if server.kind == "stdio":
