@@ -1,17 +1,22 @@
 """Stateless calls made cheap: the list's shared HTTP client, `prespawn=True`, lazy models, closing lists.
 
-Behaviour only (what is built, reused, spawned and reaped), never timings: benchmarks/calls.py measures.
+Behaviour only (what is built, reused, spawned and reaped, and which HTTP requests a call costs), never
+timings: benchmarks/calls.py measures. HTTP tests run in both protocol eras: a 2026-07-28 server (kitchen
+answers ``server/discover``) and ``protocol="legacy"`` (a fresh initialized session per call).
 """
 
 from __future__ import annotations
 
 import functools
 import gc
+import inspect
+import json
 import subprocess
 import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +30,29 @@ from cubepi.mcp import (
     HttpServer,
     MCPToolList,
     StdioServer,
-    _session,
+    _open,
     _tool,
     load_mcp_tools,
     load_mcp_tools_http,
     load_mcp_tools_stdio,
 )
 
+ERAS = ["auto", "legacy"]  # kitchen answers server/discover (2026-07-28); "legacy" forces the handshake
+
 # A server that says which process answered and how many calls that process served, plus a catalog.
 COUNTER = '''
 import os
-import sys
-from mcp.server.fastmcp import FastMCP
+from mcp.server.mcpserver import MCPServer
 
-server = FastMCP("counter")
+
+async def die_on_list(ctx, call_next):  # once that file exists, a client asking for the tools ends the server
+    marker = os.environ.get("DIE_ON_LIST")
+    if marker and ctx.method == "tools/list" and os.path.exists(marker):
+        os._exit(3)
+    return await call_next(ctx)
+
+
+server = MCPServer("counter", middleware=[die_on_list])
 served = 0
 
 @server.tool()
@@ -56,19 +70,6 @@ for i in range(int(os.environ.get("CATALOG", "0"))):
         fn.__doc__ = f"Catalog tool number {i}."
         return fn
     server.tool()(make(i))
-
-if os.environ.get("DIE_ON_LIST"):  # once that file exists, a client asking for the tools ends the server
-    from mcp import types
-
-    handlers = server._mcp_server.request_handlers
-    listing = handlers[types.ListToolsRequest]
-
-    async def list_or_die(request):
-        if request is not None and os.path.exists(os.environ["DIE_ON_LIST"]):  # None: its own tool cache
-            os._exit(3)
-        return await listing(request)
-
-    handlers[types.ListToolsRequest] = list_or_die
 
 if __name__ == "__main__":
     server.run("stdio")
@@ -105,35 +106,79 @@ async def wait_until(predicate: Any, limit: float = 20.0) -> None:
         await anyio.sleep(0.05)
 
 
-@pytest.fixture
-def client_count(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """Every httpx client the MCP sessions build."""
-    made: list[Any] = []
-    real = _session.http_client
+# -- what went over the wire ---------------------------------------------------------------------------------
 
-    def counting(server: HttpServer) -> Any:
+
+@dataclass(frozen=True)
+class Exchange:
+    """One HTTP request a list's client sent, once the server answered it."""
+
+    method: str  # GET, POST, DELETE
+    rpc: str | None  # a POST's JSON-RPC method (None: the client's answer to a server request)
+    session: str | None  # the mcp-session-id it carried, or (initialize) was given
+    status: int
+
+
+def exchange(response: Any) -> tuple[str, str | None, str | None, int]:
+    """An answered request as an `Exchange`'s fields (also run, as source, by the subprocess test)."""
+    request = response.request
+    rpc = json.loads(request.content).get("method") if request.method == "POST" else None
+    session = request.headers.get("mcp-session-id") or response.headers.get("mcp-session-id")
+    return (request.method, rpc, session, response.status_code)
+
+
+class HttpLog:
+    """Every HTTP client the MCP sessions build, and every request they sent (in answer order)."""
+
+    def __init__(self) -> None:
+        self.clients: list[Any] = []
+        self.exchanges: list[Exchange] = []
+
+    def watch(self, client: Any) -> None:
+        async def record(response: Any) -> None:
+            self.exchanges.append(Exchange(*exchange(response)))
+
+        client.event_hooks["response"].append(record)
+        self.clients.append(client)
+
+    def since(self, mark: int) -> list[Exchange]:
+        return self.exchanges[mark:]
+
+
+def sessions(exchanges: list[Exchange]) -> list[str]:
+    """The session ids the server gave out (its answers to ``initialize``), in order."""
+    return [e.session for e in exchanges if e.rpc == "initialize" and e.session is not None]
+
+
+def ended(exchanges: list[Exchange]) -> dict[str, int]:
+    """The status of each session's DELETE, by session id."""
+    return {e.session: e.status for e in exchanges if e.method == "DELETE" and e.session is not None}
+
+
+@pytest.fixture
+def http_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[HttpLog]:
+    """Watch every HTTP client the MCP sessions build (`cubepi.mcp._open.http_client`)."""
+    log = HttpLog()
+    real = _open.http_client
+
+    def watched(server: HttpServer) -> Any:
         client = real(server)
-        made.append(client)
+        log.watch(client)
         return client
 
-    monkeypatch.setattr(_session, "http_client", counting)
-    yield made
+    monkeypatch.setattr(_open, "http_client", watched)
+    yield log
 
 
-def record_sessions(client: Any) -> tuple[list[str], list[tuple[str, int]]]:
-    """Watch `client`: the session ids its initialize responses give out, and each DELETE (id, status)."""
-    opened: list[str] = []
-    ended: list[tuple[str, int]] = []
+def by_name(tools: list[AgentTool]) -> dict[str, AgentTool]:
+    return {t.name: t for t in tools}
 
-    async def record(response: Any) -> None:
-        request = response.request
-        if request.method == "POST" and b'"initialize"' in request.content:
-            opened.append(response.headers["mcp-session-id"])
-        elif request.method == "DELETE":
-            ended.append((request.headers["mcp-session-id"], response.status_code))
 
-    client.event_hooks["response"].append(record)
-    return opened, ended
+async def cancel_once_started(slow: AgentTool) -> None:
+    """Call kitchen's `slow` and cancel it when its first progress arrives (the call is in flight)."""
+    with anyio.CancelScope() as scope:
+        await slow.execute({"seconds": 60}, on_update=lambda _: scope.cancel())
+    assert scope.cancelled_caught
 
 
 # -- the list ------------------------------------------------------------------------------------------------
@@ -157,115 +202,129 @@ async def test_a_loaded_list_is_a_list(kitchen_http: RunningServer) -> None:
     assert tools.closed
 
 
-# -- HTTP: one client per list -------------------------------------------------------------------------------
+# -- HTTP: one client per list, and what a call costs --------------------------------------------------------
 
 
-@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+@pytest.mark.parametrize(
+    ("transport", "protocol"), [("streamable-http", "auto"), ("streamable-http", "legacy"), ("sse", "auto")]
+)
 async def test_http_calls_share_one_client(
-    transport: str, kitchen_http: RunningServer, kitchen_sse: RunningServer, client_count: list[Any]
+    transport: str,
+    protocol: str,
+    kitchen_http: RunningServer,
+    kitchen_sse: RunningServer,
+    http_log: HttpLog,
 ) -> None:
     url = kitchen_http.url if transport == "streamable-http" else kitchen_sse.url
-    async with await load_mcp_tools(HttpServer(url, transport=transport)) as tools:  # type: ignore[arg-type]
-        echo = next(t for t in tools if t.name == "echo")
+    server = HttpServer(url, transport=transport, protocol=protocol)  # type: ignore[arg-type]
+    async with await load_mcp_tools(server) as tools:
+        echo = by_name(tools)["echo"]
         for i in range(3):
             assert (await echo.execute({"message": f"m{i}"})).text == f"m{i}"
         results = await _gather([echo.execute({"message": str(i)}) for i in range(5)])
         assert sorted(r.text for r in results) == [str(i) for i in range(5)]
-        assert len(client_count) == 1  # the listing and eight calls, one client
-        assert not client_count[0].is_closed
-    assert client_count[0].is_closed
+        assert len(http_log.clients) == 1  # the listing and eight calls, one client
+        assert not http_log.clients[0].is_closed
+    assert http_log.clients[0].is_closed
 
 
-async def test_stateless_http_sessions_skip_the_get_stream_but_keep_progress(
-    kitchen_http: RunningServer, client_count: list[Any]
+async def test_a_2026_http_call_is_one_post_and_its_progress_arrives(
+    kitchen_http: RunningServer, http_log: HttpLog
 ) -> None:
-    # A one-call session has no use for the optional GET stream; the call's progress comes on its POST.
+    # The protocol is found once, at load (server/discover); every call adopts it: no handshake, no
+    # session, no GET stream, no DELETE. Progress comes on the call's own POST.
     tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
-    requests: list[tuple[str, str | None]] = []  # (method, session id)
-
-    async def record(response: Any) -> None:
-        session = response.request.headers.get("mcp-session-id") or response.headers.get("mcp-session-id")
-        requests.append((response.request.method, session))
-
-    client_count[0].event_hooks["response"].append(record)
+    loading = [(e.method, e.rpc, e.session) for e in http_log.exchanges]
+    assert loading == [("POST", "server/discover", None), ("POST", "tools/list", None)]
+    mark = len(http_log.exchanges)
     updates: list[Any] = []
-    progress = next(t for t in tools if t.name == "progress")
-    result = await progress.execute({"steps": 3}, on_update=updates.append)
-    assert not result.is_error and len(updates) == 3
+    result = await by_name(tools)["progress"].execute({"steps": 3}, on_update=updates.append)
+    assert not result.is_error and result.text == "done after 3 steps"
+    assert [(u.progress, u.total) for u in updates] == [(1, 3), (2, 3), (3, 3)]
+    assert http_log.since(mark) == [Exchange("POST", "tools/call", None, 200)]
+    mark = len(http_log.exchanges)
+    assert (await by_name(tools)["echo"].execute({"message": "again"})).text == "again"
+    assert http_log.since(mark) == [Exchange("POST", "tools/call", None, 200)]  # nothing found again
     await tools.aclose()
-    call_session = requests[[method for method, _ in requests].index("POST")][1]  # its initialize
-    methods = [method for method, session in requests if session == call_session]
-    assert methods == ["POST", "POST", "POST", "DELETE"]  # initialize, initialized, tools/call; no GET
 
 
-async def test_every_stateless_http_session_is_terminated(
-    kitchen_http: RunningServer, client_count: list[Any]
-) -> None:
-    # Each call's session is ended (its DELETE), whatever the call's outcome.
-    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
-    opened, ended = record_sessions(client_count[0])
-    by_name = {t.name: t for t in tools}
-    assert (await by_name["echo"].execute({"message": "one"})).text == "one"
-    results = await _gather([by_name["echo"].execute({"message": str(i)}) for i in range(4)])
+async def test_every_legacy_http_session_is_ended(kitchen_http: RunningServer, http_log: HttpLog) -> None:
+    # A handshake-era call gets a fresh initialized session, and ends it (its DELETE, answered) whatever
+    # the call's outcome: a result, an error result, a cancellation.
+    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http", protocol="legacy")
+    named = by_name(tools)
+    mark = len(http_log.exchanges)
+    assert (await named["echo"].execute({"message": "one"})).text == "one"
+    results = await _gather([named["echo"].execute({"message": str(i)}) for i in range(4)])
     assert sorted(r.text for r in results) == ["0", "1", "2", "3"]
-    assert (await by_name["fail"].execute({})).is_error  # an error result ends its session too
-    with anyio.move_on_after(0.5) as scope:  # and so does a call cancelled mid-flight
-        await by_name["slow"].execute({"seconds": 30})
-    assert scope.cancelled_caught
+    updates: list[Any] = []
+    assert not (await named["progress"].execute({"steps": 2}, on_update=updates.append)).is_error
+    assert len(updates) == 2  # progress arrives in this era too
+    assert (await named["fail"].execute({})).is_error
+    await cancel_once_started(named["slow"])
+    calls = http_log.since(mark)
     await tools.aclose()
-    calls = [end for end in ended if end[0] in opened]
-    assert len(set(opened)) == 7 and sorted(calls) == sorted((sid, 200) for sid in opened)
+    opened = sessions(calls)
+    assert len(set(opened)) == len(opened) == 8  # one session per call, none reused
+    assert ended(calls) == {session: 200 for session in opened}
+    for session in opened:
+        posts = [e.rpc for e in calls if e.session == session and e.method == "POST"]
+        assert posts[:3] == ["initialize", "notifications/initialized", "tools/call"]
 
 
-async def test_http_call_leaves_no_socket_open(
-    kitchen_http: RunningServer, leaks: LeakChecker, client_count: list[Any]
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_an_idle_http_list_keeps_no_socket_open(
+    protocol: str, kitchen_http: RunningServer, http_log: HttpLog, leaks: LeakChecker
 ) -> None:
-    # Sharing the client (and its TLS context) keeps the rule: after a call, once its session has ended
-    # (its DELETE is answered), no connection of it stays open.
-    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
-    opened, ended = record_sessions(client_count[0])
-    echo = next(t for t in tools if t.name == "echo")
-    assert (await echo.execute({"message": "hi"})).text == "hi"
-    await wait_until(lambda: any(sid == opened[0] for sid, _ in ended) and not leaks.new_connections(), 3.0)
-    await anyio.sleep(0.2)
-    assert not leaks.new_connections()
-
-
-async def test_a_sessions_requests_share_one_connection(
-    kitchen_http: RunningServer, client_count: list[Any]
-) -> None:
-    # initialize, the initialized notification, the call and the DELETE: one connection, not four.
-    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
-    assert tools._resources is not None and tools._resources.http is not None
-    await tools._resources.http.sessions.wait_closed()  # the listing's session has ended (its DELETE is done)
-    seen: list[tuple[str, str | None, object]] = []  # (method, session id, the connection's stream)
-
-    async def record(response: Any) -> None:
-        session = response.request.headers.get("mcp-session-id") or response.headers.get("mcp-session-id")
-        seen.append((response.request.method, session, response.extensions.get("network_stream")))
-
-    client_count[0].event_hooks["response"].append(record)
-    echo = next(t for t in tools if t.name == "echo")
-    assert (await echo.execute({"message": "hi"})).text == "hi"
+    # The shared client keeps a call's idle connections for the next call (IDLE_GRACE), then closes
+    # them: whatever the calls' outcome, a list between calls soon holds no socket, and is still usable.
+    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http", protocol=protocol)
+    named = by_name(tools)
+    await leaks.assert_clean()  # the listing's connections (waits IDLE_GRACE plus a margin)
+    assert (await named["echo"].execute({"message": "hi"})).text == "hi"
+    await leaks.assert_clean()
+    assert (await named["fail"].execute({})).is_error
+    await leaks.assert_clean()
+    await _gather([named["echo"].execute({"message": str(i)}) for i in range(3)])
+    await leaks.assert_clean()
+    await cancel_once_started(named["slow"])
+    await leaks.assert_clean()
+    assert len(http_log.clients) == 1 and not http_log.clients[0].is_closed  # the client itself is kept
+    assert (await named["echo"].execute({"message": "later"})).text == "later"
     await tools.aclose()
-    call_session = next(session for method, session, _ in seen if method == "POST")  # its initialize
-    streams = [stream for _, session, stream in seen if session == call_session]
-    assert len(streams) == 4 and streams[0] is not None
-    assert all(stream is streams[0] for stream in streams)
 
 
+async def test_back_to_back_2026_calls_reuse_one_warm_connection(
+    kitchen_http: RunningServer, leaks: LeakChecker
+) -> None:
+    # A call that follows another within IDLE_GRACE reuses its connection: one POST, no connect.
+    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
+    echo = by_name(tools)["echo"]
+    warm = leaks.new_connections()
+    assert len(warm) == 1  # discover and tools/list, on one connection
+    for i in range(3):
+        assert (await echo.execute({"message": str(i)})).text == str(i)
+        assert leaks.new_connections() == warm
+    await tools.aclose()
+    assert not leaks.new_connections()  # closing the list closes it at once
+
+
+@pytest.mark.parametrize("protocol", ERAS)
 async def test_a_cancelled_http_call_returns_once_its_session_has_ended(
-    kitchen_http: RunningServer, client_count: list[Any]
+    protocol: str, kitchen_http: RunningServer, http_log: HttpLog
 ) -> None:
-    # A call returns as soon as its result is in, and the list ends its session behind it; a call cut
-    # short by its caller waits for that end, as a call without a list does.
-    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
-    opened, ended = record_sessions(client_count[0])
-    slow = next(t for t in tools if t.name == "slow")
-    with anyio.move_on_after(0.5) as scope:
-        await slow.execute({"seconds": 30})
-    assert scope.cancelled_caught and len(opened) == 1
-    assert (opened[0], 200) in ended  # before the list was closed
+    # A call cut short by its caller returns only once it is over on the wire: its one request
+    # (2026-07-28) or its session, ended (handshake era: the DELETE sent and answered).
+    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http", protocol=protocol)
+    mark = len(http_log.exchanges)
+    await cancel_once_started(by_name(tools)["slow"])
+    calls = http_log.since(mark)
+    if protocol == "legacy":
+        opened = sessions(calls)
+        assert len(opened) == 1 and ended(calls) == {opened[0]: 200}
+    else:
+        assert calls == [Exchange("POST", "tools/call", None, 200)]  # no session to end
+    assert (await by_name(tools)["echo"].execute({"message": "still"})).text == "still"
     await tools.aclose()
 
 
@@ -302,44 +361,45 @@ def _run_script(script: str, *flags: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_an_unclosed_http_list_is_harmless_at_exit(kitchen_http: RunningServer) -> None:
+@pytest.mark.parametrize("protocol", ERAS)
+def test_an_unclosed_http_list_is_harmless_at_exit(protocol: str, kitchen_http: RunningServer) -> None:
     """Never closed, the loop ending right after the calls, in dev mode with ResourceWarning as errors: no
-    warning, no traceback, and every session (the listing's and each call's) still gets its DELETE."""
-    done = _run_script(
-        f"""
+    warning, no traceback; every call was answered, and (handshake era) every session got its DELETE."""
+    script = (
+        "from __future__ import annotations\n"
+        + inspect.getsource(exchange)
+        + textwrap.dedent(
+            f"""
         import asyncio
-        from cubepi.mcp import _session, load_mcp_tools_http
+        import json
+        from cubepi.mcp import _open, load_mcp_tools_http
 
-        make = _session.http_client
+        make = _open.http_client
 
         def recording(server):
             client = make(server)
 
             async def record(response):
-                request = response.request
-                if request.method == "POST" and b'"initialize"' in request.content:
-                    print("opened", response.headers["mcp-session-id"], flush=True)
-                elif request.method == "DELETE":
-                    print("ended", request.headers["mcp-session-id"], response.status_code, flush=True)
+                print("exchange", json.dumps(exchange(response)), flush=True)
 
             client.event_hooks["response"].append(record)
             return client
 
-        _session.http_client = recording
+        _open.http_client = recording
 
         async def main():
-            tools = await load_mcp_tools_http({kitchen_http.url!r}, transport="streamable-http")
+            tools = await load_mcp_tools_http(
+                {kitchen_http.url!r}, transport="streamable-http", protocol={protocol!r}
+            )
             echo = next(t for t in tools if t.name == "echo")
             await echo.execute({{"message": "hi"}})
             await asyncio.gather(*(echo.execute({{"message": str(i)}}) for i in range(3)))
 
         asyncio.run(main())
-        """,
-        "-X",
-        "dev",
-        "-W",
-        "error::ResourceWarning",
+        """
+        )
     )
+    done = _run_script(script, "-X", "dev", "-W", "error::ResourceWarning")
     assert done.returncode == 0, done.stderr
     for bad in (
         "Traceback",
@@ -350,10 +410,19 @@ def test_an_unclosed_http_list_is_harmless_at_exit(kitchen_http: RunningServer) 
         "never awaited",
     ):
         assert bad not in done.stderr, done.stderr
-    lines = [line.split() for line in done.stdout.splitlines()]
-    opened = {line[1] for line in lines if line[0] == "opened"}
-    ended = {line[1] for line in lines if line[0] == "ended" and line[2] == "200"}
-    assert len(opened) == 5 and ended == opened  # the listing and four calls
+    exchanges = [
+        Exchange(*json.loads(line.split(" ", 1)[1]))
+        for line in done.stdout.splitlines()
+        if line.startswith("exchange ")
+    ]
+    calls = [e for e in exchanges if e.rpc == "tools/call"]
+    assert len(calls) == 4 and all(e.status == 200 for e in calls)
+    if protocol == "legacy":
+        opened = sessions(exchanges)
+        assert len(set(opened)) == 5 and ended(exchanges) == {s: 200 for s in opened}  # listing + 4 calls
+    else:
+        assert all(e.method == "POST" and e.session is None for e in exchanges)  # no session to end
+        assert len(exchanges) == 6  # discover, tools/list, four calls
 
 
 def test_an_unclosed_prespawn_list_leaves_no_process(counter_script: Path) -> None:
