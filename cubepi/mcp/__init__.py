@@ -6,6 +6,7 @@ from cubepi.mcp import load_mcp_tools_stdio
 tools = await load_mcp_tools_stdio("npx", ["-y", "@modelcontextprotocol/server-filesystem", "./sandbox"])
 result = await tools[0].execute({"path": "./sandbox"})
 tools = await load_mcp_tools_from_config("mcp.json")   # every server of an `mcpServers` file
+changes = await tools.refresh()                         # list again (honours the server's cache hints)
 ```
 
 Importing this package does not import the `mcp` SDK; the first connection does, and a missing extra
@@ -16,13 +17,13 @@ from __future__ import annotations
 
 from ..errors import MCPError, MCPTimeoutError
 from ._config import load_mcp_tools_from_config
-from ._connection import MCPConnection
+from ._connection import MCPConnection, ToolsChangedCallback
 from ._content import render_mcp_content
 from ._loader import load_mcp_tools, load_mcp_tools_http, load_mcp_tools_stdio
 from ._output import output_model
 from ._servers import ENV_PASSTHROUGH, HttpServer, StdioServer
 from ._tool import make_mcp_agent_tool
-from ._toollist import MCPToolList
+from ._toollist import MCPToolList, ToolChanges
 
 __all__ = [
     "ENV_PASSTHROUGH",
@@ -32,6 +33,8 @@ __all__ = [
     "MCPTimeoutError",
     "MCPToolList",
     "StdioServer",
+    "ToolChanges",
+    "ToolsChangedCallback",
     "load_mcp_tools",
     "load_mcp_tools_from_config",
     "load_mcp_tools_http",

@@ -28,7 +28,7 @@ from ..errors import CubepiError, MCPError, MCPTimeoutError, UserError
 from ..tools import ensure_unique_names
 from ._loader import load_mcp_tools
 from ._servers import HttpServer, HttpTransport, StdioServer
-from ._toollist import MCPToolList
+from ._toollist import MCPToolList, ToolChanges, ToolListEdit, merge_changes
 
 __all__ = ["ConfigSource", "ConfiguredServer", "load_mcp_tools_from_config", "read_mcp_config"]
 
@@ -235,11 +235,33 @@ def _merged_policies(
 
 
 class _ConfigToolList(MCPToolList):
-    """The tools of several servers as one list; closing it closes each server's list."""
+    """The tools of several servers as one list; closing it closes each server's list, refreshing it
+    refreshes each (concurrently) and merges what changed."""
 
     def __init__(self, lists: Sequence[MCPToolList]) -> None:
         super().__init__(tool for tools in lists for tool in tools)
         self._lists = tuple(lists)
+
+    async def _refreshed(self, force: bool) -> tuple[ToolChanges, ToolListEdit]:
+        done: dict[int, tuple[ToolChanges, ToolListEdit]] = {}
+        failures: list[Exception] = []
+
+        async def refresh(index: int, tools: MCPToolList) -> None:
+            try:
+                done[index] = await tools._refreshed(force)
+            except Exception as exc:
+                failures.append(exc)
+
+        async with anyio.create_task_group() as group:
+            for index, tools in enumerate(self._lists):
+                group.start_soon(refresh, index, tools)
+        edit = ToolListEdit()
+        for index in sorted(done):
+            edit.merge(done[index][1])
+        self[:] = edit.apply(self)  # the servers that refreshed, even when another failed
+        if failures:
+            raise failures[0]
+        return merge_changes(done[index][0] for index in sorted(done)), edit
 
     @property
     def closed(self) -> bool:

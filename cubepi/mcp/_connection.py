@@ -12,14 +12,23 @@ session is opened, reopened (``auto_reconnect=True``) and closed by an *owner* t
 starts in its ``async with`` block; calls from any task of that event loop only borrow it (JSON-RPC
 multiplexes concurrent requests over the one session). The owner runs shielded and is told to close when
 the block ends, so the server gets a full shutdown even when the block is cancelled.
+
+Lists loaded from a connection follow the server's tool list: when the server says it changed
+(``notifications/tools/list_changed`` on a handshake-era session; a ``subscriptions/listen`` stream the
+owner holds on a 2026-07-28 one), a *follower* task refreshes every list loaded from the connection and
+tells `on_tools_changed` what changed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import itertools
 import logging
+import math
+import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import anyio
 import anyio.abc
@@ -32,6 +41,7 @@ from ._http import HTTP_CLOSE_GRACE
 from ._input import with_defaults
 from ._open import open_session
 from ._session import DEFAULT_TIMEOUT, FOLLOW_TIMEOUT, Attempt, Endpoint, Session, Timeouts
+from ._toollist import MCPToolList, ToolChanges, merge_changes
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -48,10 +58,16 @@ if TYPE_CHECKING:
 
     from ._servers import Server
 
-__all__ = ["MCPConnection"]
+__all__ = ["MCPConnection", "ToolsChangedCallback"]
 
 T = TypeVar("T")
 logger = logging.getLogger("cubepi.mcp")
+
+# Told what changed in the lists loaded from a connection when the server's tool list changed (sync or async).
+ToolsChangedCallback: TypeAlias = Callable[[ToolChanges], "Awaitable[None] | None"]
+
+# How many times in a row a ``subscriptions/listen`` stream that dropped is opened again.
+LISTEN_RETRIES = 3
 
 
 class MCPConnection:
@@ -60,6 +76,9 @@ class MCPConnection:
     Tools loaded with ``load_mcp_tools(conn, ...)`` call over it and never close it. With
     ``auto_reconnect=True``, a call that fails because the connection died reopens it and is sent once more:
     delivery is at-least-once, so a tool that changed something before the connection died runs twice.
+
+    The lists loaded from it follow the server's tool list (see `follow`); `on_tools_changed` is told what
+    changed each time the server says its tools changed.
     """
 
     def __init__(
@@ -75,11 +94,14 @@ class MCPConnection:
         elicitation_callback: ElicitationFnT | None = None,
         message_handler: MessageHandlerFnT | None = None,
         list_roots_callback: ListRootsFnT | None = None,
+        on_tools_changed: ToolsChangedCallback | None = None,
     ) -> None:
         if getattr(server, "kind", None) not in ("stdio", "http"):
             raise UserError(f"a connection needs a StdioServer or an HttpServer, got {type(server).__name__}")
         if not isinstance(auto_reconnect, bool):
             raise UserError(f"auto_reconnect must be True or False, got {auto_reconnect!r}")
+        if on_tools_changed is not None and not callable(on_tools_changed):
+            raise UserError("on_tools_changed must be a function of the ToolChanges (sync or async)")
         self.server = server
         self.auto_reconnect = auto_reconnect
         self.endpoint = Endpoint(server, Timeouts.from_options(timeout, startup_timeout))
@@ -88,9 +110,11 @@ class MCPConnection:
             "log_level": log_level or ("debug" if logging_callback is not None else None),
             "sampling_callback": sampling_callback,
             "elicitation_callback": with_defaults(elicitation_callback) if elicitation_callback else None,
-            "message_handler": message_handler,
+            "message_handler": self._on_message,
             "list_roots_callback": list_roots_callback,
         }
+        self._message_handler = message_handler
+        self._on_tools_changed = on_tools_changed
         self._session_kwargs = {key: value for key, value in callbacks.items() if value is not None}
         self._state = "new"  # -> "open" -> "closed"
         self._session: Session | None = None
@@ -105,6 +129,17 @@ class MCPConnection:
         self._shield: anyio.CancelScope | None = None
         self._loop: object = None
         self.reconnects = 0  # how many times the session was reopened
+        # Following the server's tool list: the lists loaded from this connection (weakly held), whether
+        # anyone follows (a list or a callback), the current session's listen stream being ready, and a
+        # change the follower has yet to handle.
+        self._lists: weakref.WeakValueDictionary[int, MCPToolList] = weakref.WeakValueDictionary()
+        self._list_ids = itertools.count()
+        self._followed = anyio.Event()
+        if on_tools_changed is not None:
+            self._followed.set()
+        self._listening = anyio.Event()
+        self._changed = anyio.Event()
+        self._follower: anyio.CancelScope | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------------------
 
@@ -127,12 +162,21 @@ class MCPConnection:
         await group.__aenter__()
         self._task_group = group
         group.start_soon(self._own, name=f"cubepi-mcp-connection {self.describe()}")
+        self._follower = anyio.CancelScope()
+        group.start_soon(self._follow_changes, self._follower, name=f"cubepi-mcp-follower {self.describe()}")
         with anyio.CancelScope(shield=True):
             await self._ready.wait()
         if self._failure is not None:
             failure = self._failure
             await self._close(None, None, None)
             _errors.reraise(failure)
+        if self._followed.is_set():
+            try:
+                await self._until_listening()
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self._close(None, None, None)
+                raise
         return self
 
     async def __aexit__(
@@ -155,6 +199,8 @@ class MCPConnection:
         self._ready.set()
         if self._shield is not None and self.server.kind == "http":
             self._shield.deadline = anyio.current_time() + HTTP_CLOSE_GRACE
+        if self._follower is not None:
+            self._follower.cancel()
         group, self._task_group = self._task_group, None
         if group is not None:
             # The block's own exception is not handed to the task group (it would wrap it in an exception
@@ -171,13 +217,17 @@ class MCPConnection:
     async def _hold_one(self) -> None:
         attempt = Attempt()
         opened = False
+        listening = self._listening = anyio.Event()
         try:
             async with open_session(self.endpoint, attempt, **self._session_kwargs) as session:
                 opened = True
                 self._session, self._attempt, self._failure = session, attempt, None
                 self._generation += 1
-                self._ready.set()
-                await self._wake.wait()
+                async with anyio.create_task_group() as watchers:
+                    watchers.start_soon(self._listen, session, listening)
+                    self._ready.set()
+                    await self._wake.wait()
+                    watchers.cancel_scope.cancel()
                 self._session = None
         except BaseException as exc:
             self._session = None
@@ -189,6 +239,120 @@ class MCPConnection:
             self._failure = await attempt.error(exc, self.describe())
             self._ready.set()
             await self._wake.wait()  # the next reconnect request tries again
+        finally:
+            listening.set()
+
+    # -- following the server's tool list ------------------------------------------------------------------
+
+    async def follow(self, tools: MCPToolList) -> None:
+        """Refresh `tools` (loaded from this connection) whenever the server says its tools changed.
+
+        Returns once the connection listens for changes (on a 2026-07-28 server: its ``subscriptions/
+        listen`` stream is acknowledged), so that no change made after this returns goes unnoticed.
+        """
+        self._lists[next(self._list_ids)] = tools
+        self._followed.set()
+        await self._until_listening()
+
+    async def _until_listening(self) -> None:
+        limit = self.endpoint.timeouts.list
+        with anyio.move_on_after(math.inf if limit is None else limit) as scope:
+            await self._listening.wait()
+        if scope.cancelled_caught:
+            logger.warning(
+                "%s did not acknowledge subscriptions/listen within %g s; tool-list changes may be missed "
+                "until it does",
+                self.describe(),
+                limit,
+            )
+
+    def _signal(self) -> None:
+        """The server's tools changed: wake the follower (changes arriving meanwhile make one more pass)."""
+        if self._followed.is_set():
+            self._changed.set()
+
+    def _modern(self) -> bool:
+        protocol = self.endpoint.protocol
+        return protocol is not None and protocol.stateless
+
+    async def _on_message(self, message: Any) -> None:
+        """The session's `message_handler`: handshake-era ``notifications/tools/list_changed`` wakes the
+        follower (on 2026-07-28 the listen stream does); then the caller's `message_handler`, if any."""
+        if getattr(message, "method", None) == "notifications/tools/list_changed" and not self._modern():
+            self._signal()
+        if self._message_handler is not None:
+            await self._message_handler(message)
+        else:
+            await anyio.lowlevel.checkpoint()
+
+    async def _listen(self, session: Session, listening: anyio.Event) -> None:
+        """Watch the tool list of `session` (a task of the owner, cancelled with the session). On a
+        2026-07-28 server that offers ``tools.listChanged``, hold a ``subscriptions/listen`` stream once
+        someone follows; a handshake-era server sends its notifications unasked (`_on_message`). After
+        a reconnect, the lists refresh: changes made while the connection was down were missed."""
+        reopened = self._generation > 1
+        protocol = session.endpoint.protocol
+        discover = protocol.discover if protocol is not None else None
+        try:
+            if discover is None:
+                listening.set()
+                if reopened:
+                    self._signal()
+                return
+            capability = discover.capabilities.tools
+            if capability is None or not capability.list_changed:
+                return
+            await self._followed.wait()
+            await self._hold_listen(session, listening, reopened)
+        except Exception as exc:
+            logger.warning("stopped following the tool list of %s: %s", self.describe(), exc)
+        finally:
+            listening.set()
+
+    async def _hold_listen(self, session: Session, listening: anyio.Event, reopened: bool) -> None:
+        from mcp.client.subscriptions import SubscriptionLost, listen
+
+        losses = 0
+        while True:
+            try:
+                async with listen(session.client, tools_list_changed=True) as subscription:
+                    listening.set()
+                    if reopened or losses:
+                        self._signal()  # changes made before this stream was acknowledged were missed
+                    async for _event in subscription:
+                        losses = 0
+                        self._signal()
+                return  # the server ended the stream
+            except SubscriptionLost:
+                losses += 1
+                if losses > LISTEN_RETRIES:
+                    raise
+                logger.debug("the listen stream of %s dropped; listening again", self.describe())
+
+    async def _follow_changes(self, scope: anyio.CancelScope) -> None:
+        """The follower task: after each change the server announced, refresh the lists, tell the caller."""
+        with scope:
+            while True:
+                await self._changed.wait()
+                self._changed = anyio.Event()
+                await self._tools_changed()
+
+    async def _tools_changed(self) -> None:
+        found: list[ToolChanges] = []
+        for tools in list(self._lists.values()):
+            try:
+                found.append(await tools.refresh(force=True))
+            except Exception as exc:
+                logger.warning("refreshing the tools of %s after a change failed: %s", self.describe(), exc)
+        callback = self._on_tools_changed
+        if callback is None:
+            return
+        try:
+            outcome = callback(merge_changes(found))
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception:
+            logger.exception("on_tools_changed raised (ignored; the connection goes on)")
 
     # -- calls ---------------------------------------------------------------------------------------------
 

@@ -1,23 +1,38 @@
-"""The loaders: list a server's tools (one short session) and return one `AgentTool` per tool."""
+"""The loaders: list a server's tools (one short session) and return one `AgentTool` per tool.
+
+A loaded list lists its server again on `refresh()` with the same policies, through the same machinery
+(a stateless session, or the live connection), and keeps the listing's cache hints (`ttlMs`).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from ..errors import UserError
 from ._call import run_stateless
 from ._connection import MCPConnection
 from ._input import with_defaults
-from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
+from ._policies import (
+    DEFAULT_MAX_CONCURRENCY,
+    PREFIX_SEPARATOR,
+    ApprovalSetting,
+    Policies,
+    ResultRenderer,
+    RetrySetting,
+)
 from ._servers import Headers, HttpServer, HttpTransport, ProtocolSetting, StderrCallback, StdioServer
-from ._session import FOLLOW_TIMEOUT, Endpoint, Session, Timeouts
-from ._tool import stateless_caller, tool_spec
-from ._toollist import MCPToolList, guard, prepare_resources
+from ._session import FOLLOW_TIMEOUT, Endpoint, Protocol, Session, Timeouts
+from ._tool import ToolCaller, stateless_caller, tool_spec
+from ._toollist import Listing, MCPToolList, guard, prepare_resources
 
 if TYPE_CHECKING:
     import httpx2
+    from mcp import ClientSession
     from mcp import types as mcp_types
     from mcp.client.session import ElicitationFnT
 
@@ -109,32 +124,111 @@ async def load_mcp_tools(
             raise UserError("elicitation_callback must be an async function (context, params) -> result")
         endpoint.callbacks["elicitation_callback"] = with_defaults(elicitation_callback)
 
-    async def work(session: Session) -> list[mcp_types.Tool]:
-        return await session.list_tools()
-
     resources = prepare_resources(endpoint, prespawn=prespawn)
-    listed = await guard(resources, run_stateless(endpoint, work))
-    call = stateless_caller(endpoint)
-    origin = server.describe()
-    try:
-        tools = policies.build((tool_spec(item) for item in listed), call, origin=origin)
-    except BaseException:
-        await resources.aclose()
-        raise
-    return MCPToolList(tools, resources=resources)
+    lister = _Lister(
+        policies,
+        stateless_caller(endpoint),
+        origin=server.describe(),
+        run=functools.partial(run_stateless, endpoint),
+    )
+    listing = await guard(resources, lister.list(strict=True))
+    return MCPToolList.from_listing(listing, lister.relist, resources=resources)
 
 
 async def _load_from_connection(
     conn: MCPConnection, policies: Policies, timeouts: Timeouts, max_concurrency: int | None
 ) -> MCPToolList:
     endpoint = conn.endpoint_for(timeouts)
-    listed = await conn.list_tools(endpoint=endpoint)
-    # On a connection, calls multiplex over one session: only an explicit max_concurrency limits them.
-    limit = max_concurrency is not DEFAULT_MAX_CONCURRENCY
-    tools = policies.build(
-        (tool_spec(item) for item in listed), conn.caller(endpoint), origin=conn.describe(), concurrency=limit
+    lister = _Lister(
+        policies,
+        conn.caller(endpoint),
+        origin=conn.describe(),
+        run=functools.partial(conn.run, endpoint=endpoint, phase="list"),
+        # On a connection, calls multiplex over one session: only an explicit max_concurrency limits them.
+        concurrency=max_concurrency is not DEFAULT_MAX_CONCURRENCY,
     )
-    return MCPToolList(tools)
+    tools = MCPToolList.from_listing(await lister.list(strict=True), lister.relist)
+    await conn.follow(tools)
+    return tools
+
+
+_Listed: TypeAlias = "tuple[list[mcp_types.Tool], float | None]"
+
+
+@dataclasses.dataclass
+class _Lister:
+    """Lists a server's tools and builds them with one list's policies: at load, and at each refresh.
+
+    `run` runs the listing on a session: a stateless one (`run_stateless`) or the live connection's.
+    """
+
+    policies: Policies
+    call: ToolCaller
+    origin: str
+    run: Callable[[Callable[[Session], Awaitable[_Listed]]], Awaitable[_Listed]]
+    concurrency: bool = True
+
+    async def list(self, *, strict: bool) -> Listing:
+        """The server's tools now. `strict` (at load): `include` / `exclude` / `retries` may name only
+        tools the server offers; later a tool the server dropped is no longer an error."""
+        listed, fresh_until = await self.run(_list_with_hints)
+        specs = [tool_spec(item) for item in listed]
+        policies = self.policies if strict else _offered_only(self.policies, [s["name"] for s in specs])
+        tools = policies.build(specs, self.call, origin=self.origin, concurrency=self.concurrency)
+        prefix = self.policies.prefix
+        by_name = {f"{prefix}{PREFIX_SEPARATOR}{s['name']}" if prefix else s["name"]: s for s in specs}
+        return Listing(tools, {tool.name: by_name[tool.name] for tool in tools}, fresh_until)
+
+    async def relist(self) -> Listing:
+        return await self.list(strict=False)
+
+
+def _offered_only(policies: Policies, offered: Iterable[str]) -> Policies:
+    """`policies` with the tool names it gives cut down to those the server offers now."""
+    names = frozenset(offered)
+    retries = policies.retries
+    if isinstance(retries, Mapping):
+        retries = {name: count for name, count in retries.items() if name in names}
+    return dataclasses.replace(
+        policies,
+        include=None if policies.include is None else policies.include & names,
+        exclude=None if policies.exclude is None else policies.exclude & names,
+        retries=retries,
+    )
+
+
+async def _list_with_hints(session: Session) -> _Listed:
+    """Every tool the server lists, and until when (``time.monotonic()``) its cache hints say the listing
+    stays fresh (None: at once)."""
+    pages = _Pages(session.client)
+    started = time.monotonic()
+    listed = await Session(cast("ClientSession", pages), session.endpoint, session.attempt).list_tools()
+    return listed, pages.fresh_until(session.endpoint.protocol, started)
+
+
+class _Pages:
+    """Stands in for a `ClientSession` in `Session.list_tools` and keeps the pages of the listing, whose
+    ``ttlMs`` / ``cacheScope`` the session's list of tools leaves out."""
+
+    def __init__(self, client: ClientSession) -> None:
+        self._client = client
+        self.pages: list[mcp_types.ListToolsResult] = []
+
+    async def list_tools(self, **options: Any) -> mcp_types.ListToolsResult:
+        page = await self._client.list_tools(**options)
+        self.pages.append(page)
+        return page
+
+    def fresh_until(self, protocol: Protocol | None, started: float) -> float | None:
+        """When the listing goes stale: its shortest page ``ttlMs`` (capped as the SDK caps it) after
+        `started`. Hints count on the 2026-07-28 revision only. ``cacheScope`` decides who else may reuse
+        a listing: a list is one client with one set of credentials, so both scopes are fresh for it."""
+        from mcp.client.caching import MAX_TTL_MS
+
+        if protocol is None or not protocol.stateless or not self.pages:
+            return None
+        ttl = min(page.ttl_ms if "ttl_ms" in page.model_fields_set else 0 for page in self.pages)
+        return started + min(ttl, MAX_TTL_MS) / 1000 if ttl > 0 else None
 
 
 async def load_mcp_tools_stdio(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
-from ._connection import MCPConnection
+from ._connection import MCPConnection, ToolsChangedCallback
 from ._session import FOLLOW_TIMEOUT
 
 if TYPE_CHECKING:
@@ -91,6 +91,7 @@ class _Connectable:
         elicitation_callback: ElicitationFnT | None = None,
         message_handler: MessageHandlerFnT | None = None,
         list_roots_callback: ListRootsFnT | None = None,
+        on_tools_changed: ToolsChangedCallback | None = None,
     ) -> MCPConnection:
         """A persistent connection for ``async with server.connect() as conn:`` (see docs/connections.md).
 
@@ -99,6 +100,8 @@ class _Connectable:
         reopens a dead connection and sends the failed call once more (at-least-once). The callbacks go
         to the SDK's `ClientSession`. On a 2026-07-28 server, logs are sent only to requests that ask
         for them: `log_level` asks (default ``"debug"`` when a `logging_callback` is given).
+        The lists loaded from the connection follow the server's tool list; `on_tools_changed` (sync or
+        async) is told what changed (a `ToolChanges`) each time the server says its tools changed.
         """
         return MCPConnection(
             cast("StdioServer | HttpServer", self),
@@ -111,6 +114,7 @@ class _Connectable:
             elicitation_callback=elicitation_callback,
             message_handler=message_handler,
             list_roots_callback=list_roots_callback,
+            on_tools_changed=on_tools_changed,
         )
 
 

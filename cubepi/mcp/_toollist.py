@@ -15,20 +15,24 @@ async with await load_mcp_tools_http("https://host/mcp") as tools:
 Closing is optional: an unclosed list is harmless. What it owns lives in background tasks of the event loop
 that first used it; they close when the list and all its tools are garbage-collected, and when that loop
 ends (``asyncio.run`` cancels them). After `aclose()`, calling one of the list's tools raises `UserError`.
+
+`await tools.refresh()` lists the server's tools again and updates the list in place (`ToolChanges` says
+what changed); a listing the server marked fresh (2026-07-28 ``ttlMs``) is reused until it expires.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
 from ..errors import UserError
-from ..tools import AgentTool
+from ..tools import AgentTool, ensure_unique_names
 from ._background import Home, current_home
 
 if TYPE_CHECKING:
@@ -37,9 +41,75 @@ if TYPE_CHECKING:
     from ._prespawn import SparePool
     from ._session import Endpoint
 
-__all__ = ["MCPToolList", "SharedHttpClient", "ToolListResources"]
+__all__ = [
+    "Listing",
+    "MCPToolList",
+    "SharedHttpClient",
+    "ToolChanges",
+    "ToolListEdit",
+    "ToolListResources",
+    "merge_changes",
+]
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ToolChanges:
+    """What a refresh changed in a tool list: the names of the tools added, removed, and those whose
+    definition changed (replaced by new tools). True when anything changed."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+
+def merge_changes(changes: Iterable[ToolChanges]) -> ToolChanges:
+    """The changes of several lists as one."""
+    found = list(changes)
+    return ToolChanges(
+        added=tuple(name for item in found for name in item.added),
+        removed=tuple(name for item in found for name in item.removed),
+        changed=tuple(name for item in found for name in item.changed),
+    )
+
+
+@dataclass
+class Listing:
+    """One listing of a server's tools, built with a list's policies.
+
+    `definitions` maps each tool's name (as in the list, prefix included) to its definition as the server
+    listed it; `fresh_until` (`time.monotonic()` seconds) is when the server's cache hints say the listing
+    goes stale (None: stale at once, the handshake era or no ``ttlMs``).
+    """
+
+    tools: list[AgentTool]
+    definitions: dict[str, Mapping[str, Any]]
+    fresh_until: float | None = None
+
+
+# Lists a list's server again (its `Listing`, built with the list's policies).
+Relister = Callable[[], Awaitable[Listing]]
+
+
+@dataclass
+class ToolListEdit:
+    """What a refresh did to a list, to do to any list holding the same tools: tools to drop (None) or
+    replace, by identity, and tools to append."""
+
+    replaced: dict[int, AgentTool | None] = field(default_factory=dict)
+    added: list[AgentTool] = field(default_factory=list)
+
+    def apply(self, tools: Iterable[AgentTool]) -> list[AgentTool]:
+        kept = [self.replaced.get(id(tool), tool) for tool in tools]
+        return [tool for tool in kept if tool is not None] + self.added
+
+    def merge(self, other: ToolListEdit) -> None:
+        self.replaced.update(other.replaced)
+        self.added.extend(other.added)
 
 
 class MCPToolList(list[AgentTool]):
@@ -54,6 +124,66 @@ class MCPToolList(list[AgentTool]):
     ) -> None:
         super().__init__(tools)
         self._resources = resources
+        self._relist: Relister | None = None
+        self._definitions: dict[str, Mapping[str, Any]] = {}
+        self._own: dict[str, AgentTool] = {}  # the tools this list built, by name
+        self._fresh_until: float | None = None
+
+    @classmethod
+    def from_listing(
+        cls, listing: Listing, relist: Relister, *, resources: ToolListResources | None = None
+    ) -> MCPToolList:
+        """The list of a loader: `listing`'s tools, refreshed by calling `relist`."""
+        tools = cls(listing.tools, resources=resources)
+        tools._relist = relist
+        tools._absorb(listing)
+        return tools
+
+    async def refresh(self, *, force: bool = False) -> ToolChanges:
+        """List the server's tools again and update this list in place; returns what changed.
+
+        Tools the server added are appended, tools it removed are dropped, and a tool whose definition
+        changed is replaced by a new tool; the others stay the same objects. The loader's policies apply
+        as at load (a name in `include` / `exclude` that the server no longer offers is ignored). While
+        the server's cache hints say the last listing is fresh (a 2026-07-28 server's ``ttlMs``), nothing
+        is sent and nothing changes; ``force=True`` always asks.
+        """
+        changes, _ = await self._refreshed(force)
+        return changes
+
+    async def _refreshed(self, force: bool) -> tuple[ToolChanges, ToolListEdit]:
+        """`refresh`, and the edit it made (for lists that hold these tools too)."""
+        if self._relist is None:
+            raise UserError("this list was not loaded from an MCP server; there is nothing to refresh")
+        if self._resources is not None:
+            self._resources.check_open()
+        if not force and self._fresh_until is not None and time.monotonic() < self._fresh_until:
+            return ToolChanges(), ToolListEdit()
+        listing = await self._relist()
+        old, new = self._definitions, listing.definitions
+        built = {tool.name: tool for tool in listing.tools}
+        changes = ToolChanges(
+            added=tuple(name for name in new if name not in old),
+            removed=tuple(name for name in old if name not in new),
+            changed=tuple(name for name in new if name in old and new[name] != old[name]),
+        )
+        edit = ToolListEdit(
+            replaced={id(self._own[name]): None for name in changes.removed}
+            | {id(self._own[name]): built[name] for name in changes.changed},
+            added=[built[name] for name in changes.added],
+        )
+        updated = edit.apply(self)
+        ensure_unique_names(updated)
+        self[:] = updated
+        kept = {name: self._own[name] for name in new if name in old and name not in changes.changed}
+        self._absorb(listing, {**built, **kept})
+        return changes, edit
+
+    def _absorb(self, listing: Listing, own: Mapping[str, AgentTool] | None = None) -> None:
+        """Remember `listing` as the last one; `own`: the list's tools by name (default: the listing's)."""
+        self._own = dict(own) if own is not None else {tool.name: tool for tool in listing.tools}
+        self._definitions = dict(listing.definitions)
+        self._fresh_until = listing.fresh_until
 
     @property
     def closed(self) -> bool:
