@@ -29,9 +29,8 @@ from ..errors import MCPError, MCPTimeoutError, UserError
 from ..tools import UpdateCallback
 from . import _errors
 from ._http import HTTP_CLOSE_GRACE
-from ._servers import HttpServer, Server, StdioServer
+from ._servers import SAME_AS_TIMEOUT, HttpServer, Server, StartupTimeout, StdioServer
 from ._session import (
-    DEFAULT_STARTUP_TIMEOUT,
     DEFAULT_TIMEOUT,
     Attempt,
     Endpoint,
@@ -71,7 +70,7 @@ class MCPConnection:
         server: Server,
         *,
         timeout: float | None = DEFAULT_TIMEOUT,
-        startup_timeout: float | None = DEFAULT_STARTUP_TIMEOUT,
+        startup_timeout: StartupTimeout = SAME_AS_TIMEOUT,
         auto_reconnect: bool = False,
         logging_callback: LoggingFnT | None = None,
         sampling_callback: SamplingFnT | None = None,

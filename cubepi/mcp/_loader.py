@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING
 from ..errors import UserError
 from ._connection import MCPConnection
 from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
-from ._servers import Headers, HttpServer, HttpTransport, StderrCallback, StdioServer
+from ._servers import (
+    SAME_AS_TIMEOUT,
+    Headers,
+    HttpServer,
+    HttpTransport,
+    StartupTimeout,
+    StderrCallback,
+    StdioServer,
+)
 from ._session import Endpoint, Session, Timeouts, run_stateless
 from ._tool import stateless_caller, tool_spec
 from ._toollist import MCPToolList, guard, prepare_resources
@@ -25,7 +33,7 @@ async def load_mcp_tools(
     server: StdioServer | HttpServer | MCPConnection,
     *,
     timeout: float | None = 30.0,
-    startup_timeout: float | None = 60.0,
+    startup_timeout: StartupTimeout = SAME_AS_TIMEOUT,
     max_duration: float | None = None,
     prespawn: bool = False,
     prefix: str | None = None,
@@ -42,10 +50,11 @@ async def load_mcp_tools(
     Each tool's `execute` opens a fresh session (a new process for stdio), calls, and closes it. Limits, in
     seconds (None: no limit), raise `MCPTimeoutError` naming the phase when exceeded:
 
-    - `startup_timeout` (default 60): starting the server / connecting, plus ``initialize`` (a cold
-      ``npx -y`` or ``uvx`` start downloads packages first);
-    - `timeout` (default 30): listing the tools, and a call that hears nothing from the server: each
-      progress notification pushes the call's deadline back by `timeout`;
+    - `timeout` (default 30): every phase: starting the server / connecting plus ``initialize``, listing
+      the tools, and a call that hears nothing from the server (each progress notification pushes the
+      call's deadline back by `timeout`);
+    - `startup_timeout` (default: the same as `timeout`): replaces `timeout` for starting / connecting
+      plus ``initialize``, for a slow start such as a cold ``npx -y`` or ``uvx`` download;
     - `max_duration` (default None): the hard bound of a call, progress or not.
 
     A call that times out or is cancelled sends ``notifications/cancelled`` to the server before the
@@ -128,7 +137,7 @@ async def load_mcp_tools_stdio(
     inherit_env: bool = False,
     on_stderr: StderrCallback | None = None,
     timeout: float | None = 30.0,
-    startup_timeout: float | None = 60.0,
+    startup_timeout: StartupTimeout = SAME_AS_TIMEOUT,
     max_duration: float | None = None,
     prespawn: bool = False,
     prefix: str | None = None,
@@ -177,7 +186,7 @@ async def load_mcp_tools_http(
     auth: httpx.Auth | None = None,
     transport: HttpTransport = "auto",
     timeout: float | None = 30.0,
-    startup_timeout: float | None = 60.0,
+    startup_timeout: StartupTimeout = SAME_AS_TIMEOUT,
     max_duration: float | None = None,
     prefix: str | None = None,
     include: Iterable[str] | None = None,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import enum
 import fnmatch
 import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
@@ -26,13 +27,29 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENV_PASSTHROUGH",
+    "SAME_AS_TIMEOUT",
     "Headers",
     "HttpServer",
     "HttpTransport",
     "Server",
+    "StartupTimeout",
     "StderrCallback",
     "StdioServer",
 ]
+
+
+class _SameAsTimeout(enum.Enum):
+    """The default of `startup_timeout`: start-up gets the limit given as `timeout`."""
+
+    SAME_AS_TIMEOUT = "same as timeout"
+
+    def __repr__(self) -> str:
+        return "SAME_AS_TIMEOUT"
+
+
+SAME_AS_TIMEOUT: Final = _SameAsTimeout.SAME_AS_TIMEOUT
+# `startup_timeout`: seconds, None (no limit), or SAME_AS_TIMEOUT (the default).
+StartupTimeout: TypeAlias = "float | Literal[_SameAsTimeout.SAME_AS_TIMEOUT] | None"
 
 # Parent variables a stdio server gets on top of the SDK's safe default (PATH, HOME, ...): proxies, CA
 # bundles, locale and temp dir, without which `npx` / `uvx` break behind a proxy. No tokens, no keys.
@@ -67,7 +84,7 @@ class _Connectable:
         self,
         *,
         timeout: float | None = 30.0,
-        startup_timeout: float | None = 60.0,
+        startup_timeout: StartupTimeout = SAME_AS_TIMEOUT,
         auto_reconnect: bool = False,
         logging_callback: LoggingFnT | None = None,
         sampling_callback: SamplingFnT | None = None,
@@ -77,9 +94,10 @@ class _Connectable:
     ) -> MCPConnection:
         """A persistent connection for ``async with server.connect() as conn:`` (see docs/connections.md).
 
-        `startup_timeout` bounds starting and initialize, `timeout` the listing. ``auto_reconnect=True``
-        reopens a dead connection and sends the failed call once more (at-least-once). The callbacks go
-        to the SDK's `ClientSession`.
+        `timeout` bounds each phase: starting and initialize, listing, calls; `startup_timeout`, when
+        given, replaces it for starting and initialize (a cold ``npx -y`` / ``uvx`` start).
+        ``auto_reconnect=True`` reopens a dead connection and sends the failed call once more
+        (at-least-once). The callbacks go to the SDK's `ClientSession`.
         """
         from ._connection import MCPConnection
 

@@ -29,7 +29,7 @@ from . import _errors
 from ._http import HTTP_CLOSE_GRACE, Borrowed, SessionEnd, connection_headers, http_client
 from ._process import ProcessInfo, track_process
 from ._sdk import ensure_sdk
-from ._servers import HttpServer, Server, StdioServer
+from ._servers import SAME_AS_TIMEOUT, HttpServer, Server, StartupTimeout, StdioServer
 from ._stderr import StderrCapture
 
 if TYPE_CHECKING:
@@ -50,7 +50,6 @@ Phase = Literal["startup", "initialize", "list", "call", "close"]
 WARM_UP_TOOL = "cubepi-warm-up"
 
 DEFAULT_TIMEOUT = 30.0
-DEFAULT_STARTUP_TIMEOUT = 60.0  # cold `npx -y` / `uvx` starts download packages first
 # How long telling the server `notifications/cancelled` may hold up closing the session.
 CANCEL_NOTICE_GRACE = 1.0
 
@@ -70,12 +69,14 @@ class Timeouts:
     `startup` bounds spawning / connecting plus ``initialize``; `list` the whole listing; `call` a
     ``tools/call`` with no progress: each progress notification the server sends pushes the call's deadline
     back by `call`, and `max_duration` (None: no bound) caps the call however much progress arrives.
+    `startup_option` is the keyword that set `startup`, for error messages.
     """
 
-    startup: float | None = DEFAULT_STARTUP_TIMEOUT
+    startup: float | None = DEFAULT_TIMEOUT
     list: float | None = DEFAULT_TIMEOUT
     call: float | None = DEFAULT_TIMEOUT
     max_duration: float | None = None
+    startup_option: Literal["timeout", "startup_timeout"] = "timeout"
 
     @property
     def initialize(self) -> float | None:
@@ -92,16 +93,24 @@ class Timeouts:
     def from_options(
         cls,
         timeout: float | None = DEFAULT_TIMEOUT,
-        startup_timeout: float | None = DEFAULT_STARTUP_TIMEOUT,
+        startup_timeout: StartupTimeout = SAME_AS_TIMEOUT,
         max_duration: float | None = None,
     ) -> Timeouts:
-        """What the loaders' `timeout`, `startup_timeout` and `max_duration` mean (checked here)."""
+        """What the loaders' `timeout`, `startup_timeout` and `max_duration` mean (checked here): `timeout`
+        bounds every phase, and `startup_timeout`, unless left at `SAME_AS_TIMEOUT`, replaces it for
+        start-up."""
         value = _seconds("timeout", timeout)
+        option: Literal["timeout", "startup_timeout"]
+        if startup_timeout is SAME_AS_TIMEOUT:
+            startup, option = value, "timeout"
+        else:
+            startup, option = _seconds("startup_timeout", startup_timeout), "startup_timeout"
         return cls(
-            startup=_seconds("startup_timeout", startup_timeout),
+            startup=startup,
             list=value,
             call=value,
             max_duration=_seconds("max_duration", max_duration),
+            startup_option=option,
         )
 
     def of(self, phase: Phase) -> float | None:
@@ -396,8 +405,16 @@ def _timeout_error(
         text = f"{action} ran past max_duration={limit:g} s (phase: {phase})"
     elif phase == "call":
         text = f"{action} timed out: no result or progress for {limit:g} s (timeout; phase: {phase})"
+    elif phase in ("startup", "initialize") and endpoint.timeouts.startup_option == "startup_timeout":
+        text = (
+            f"{action} timed out after {limit:g} s (startup_timeout; phase: {phase}); "
+            "raise startup_timeout for a slower start"
+        )
     elif phase in ("startup", "initialize"):
-        text = f"{action} timed out after {limit:g} s (startup_timeout; phase: {phase})"
+        text = (
+            f"{action} timed out after {limit:g} s (timeout; phase: {phase}); timeout also bounds start-up: "
+            "raise it, or give startup_timeout for start-up alone (a cold npx / uvx start)"
+        )
     else:
         text = f"{action} timed out after {limit:g} s (timeout; phase: {phase})"
     return MCPTimeoutError(

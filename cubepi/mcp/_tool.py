@@ -12,7 +12,7 @@ from ..schema import schema_to_model, to_arguments
 from ..tools import AgentTool, AgentToolResult, ApprovalPolicy, UpdateCallback
 from ._content import render_mcp_content
 from ._output import OutputCheck
-from ._servers import HttpServer, StdioServer
+from ._servers import SAME_AS_TIMEOUT, HttpServer, StartupTimeout, StdioServer
 from ._session import Endpoint, Session, Timeouts, run_stateless
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def make_mcp_agent_tool(
     server: StdioServer | HttpServer,
     *,
     timeout: float | None = 30.0,
-    startup_timeout: float | None = 60.0,
+    startup_timeout: StartupTimeout = SAME_AS_TIMEOUT,
     max_duration: float | None = None,
 ) -> AgentTool:
     """Wrap one MCP tool definition (as `tools/list` returns it) as an `AgentTool` calling `server`.

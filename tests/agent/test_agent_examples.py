@@ -1,4 +1,4 @@
-"""The offline example runs as written (the Anthropic one runs in tests/providers/test_documented_example.py)."""
+"""The offline example runs as written (the Anthropic one: tests/providers/test_documented_example.py)."""
 
 from __future__ import annotations
 

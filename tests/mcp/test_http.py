@@ -115,7 +115,9 @@ async def test_auto_prefers_streamable_http(kitchen_http: RunningServer) -> None
 async def test_call_timeout_and_cancellation_leave_no_connection(
     kitchen_url: str, leaks: LeakChecker
 ) -> None:
-    slow = make_mcp_agent_tool(spec("slow", seconds={"type": "number"}), HttpServer(kitchen_url), timeout=1)
+    slow = make_mcp_agent_tool(
+        spec("slow", seconds={"type": "number"}), HttpServer(kitchen_url), timeout=1, startup_timeout=30
+    )
     with pytest.raises(MCPTimeoutError) as caught:
         await slow.execute({"seconds": 30})
     assert (caught.value.phase, caught.value.tool_name) == ("call", "slow")

@@ -69,7 +69,9 @@ def cancel_notices(record: Path) -> tuple[list[dict[str, Any]], list[dict[str, A
 
 async def test_a_timed_out_call_tells_the_server(tmp_path: Path, leaks: LeakChecker) -> None:
     record = tmp_path / "received.jsonl"
-    hang = make_mcp_agent_tool(spec("hang"), behaviour(env={"BEHAVIOUR_RECORD": str(record)}), timeout=1)
+    hang = make_mcp_agent_tool(
+        spec("hang"), behaviour(env={"BEHAVIOUR_RECORD": str(record)}), timeout=1, startup_timeout=30
+    )
     with pytest.raises(MCPTimeoutError) as caught:
         await hang.execute({})
     assert (caught.value.phase, caught.value.limit) == ("call", 1.0)
@@ -101,7 +103,7 @@ async def test_a_cancelled_call_tells_the_server(tmp_path: Path, leaks: LeakChec
 async def test_a_timed_out_call_over_http_tells_the_server(kitchen_http: RunningServer) -> None:
     # The kitchen server cannot record notices; this checks the timeout path works over HTTP too.
     slow = make_mcp_agent_tool(
-        spec("slow", seconds={"type": "number"}), HttpServer(kitchen_http.url), timeout=1
+        spec("slow", seconds={"type": "number"}), HttpServer(kitchen_http.url), timeout=1, startup_timeout=30
     )
     started = time.monotonic()
     with pytest.raises(MCPTimeoutError):
@@ -116,7 +118,6 @@ def test_timeouts_are_documented_kwargs_with_defaults() -> None:
     for loader in (load_mcp_tools, load_mcp_tools_stdio, load_mcp_tools_http, make_mcp_agent_tool):
         params = inspect.signature(loader).parameters
         assert params["timeout"].default == 30.0, loader
-        assert params["startup_timeout"].default == 60.0, loader
         assert params["max_duration"].default is None, loader
         doc = inspect.getdoc(loader) or ""
         assert "startup_timeout" in doc or "load_mcp_tools" in doc
@@ -154,7 +155,10 @@ async def test_a_slow_start_within_startup_timeout_is_fine_with_a_short_call_tim
 
 async def test_progress_keeps_a_long_call_alive(leaks: LeakChecker) -> None:
     ticking = make_mcp_agent_tool(
-        spec("ticking", seconds={"type": "number"}, interval={"type": "number"}), behaviour(), timeout=1.0
+        spec("ticking", seconds={"type": "number"}, interval={"type": "number"}),
+        behaviour(),
+        timeout=1.0,
+        startup_timeout=30,
     )
     updates: list[ToolUpdate] = []
     started = time.monotonic()
@@ -166,7 +170,10 @@ async def test_progress_keeps_a_long_call_alive(leaks: LeakChecker) -> None:
 
 async def test_progress_extends_the_deadline_even_without_on_update() -> None:
     ticking = make_mcp_agent_tool(
-        spec("ticking", seconds={"type": "number"}, interval={"type": "number"}), behaviour(), timeout=1.0
+        spec("ticking", seconds={"type": "number"}, interval={"type": "number"}),
+        behaviour(),
+        timeout=1.0,
+        startup_timeout=30,
     )
     result = await ticking.execute({"seconds": 2.5, "interval": 0.25})
     assert result.text.startswith("ticked")
@@ -180,6 +187,7 @@ async def test_max_duration_bounds_a_call_that_keeps_sending_progress(
         spec("ticking", seconds={"type": "number"}, interval={"type": "number"}),
         behaviour(env={"BEHAVIOUR_RECORD": str(record)}),
         timeout=1.0,
+        startup_timeout=30,
         max_duration=2.0,
     )
     started = time.monotonic()
@@ -195,7 +203,7 @@ async def test_max_duration_bounds_a_call_that_keeps_sending_progress(
 
 
 async def test_without_progress_timeout_applies(leaks: LeakChecker) -> None:
-    hang = make_mcp_agent_tool(spec("hang"), behaviour(), timeout=1.0, max_duration=30)
+    hang = make_mcp_agent_tool(spec("hang"), behaviour(), timeout=1.0, startup_timeout=30, max_duration=30)
     started = time.monotonic()
     with pytest.raises(MCPTimeoutError) as caught:
         await hang.execute({})

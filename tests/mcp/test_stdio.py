@@ -149,13 +149,15 @@ async def test_initialize_timeout_names_the_phase_and_leaves_no_process(leaks: L
 async def test_list_timeout(leaks: LeakChecker) -> None:
     server = StdioServer(PYTHON, [str(SERVERS / "paged.py")], env={"PAGED_LIST_DELAY": "30"})
     with pytest.raises(MCPTimeoutError) as caught:
-        await load_mcp_tools(server, timeout=2.5)
+        await load_mcp_tools(server, timeout=2.5, startup_timeout=30)
     assert caught.value.phase == "list"
     assert not leaks.new_children()
 
 
 async def test_call_timeout_kills_the_process(leaks: LeakChecker) -> None:
-    tool = make_mcp_agent_tool(spec("slow", seconds={"type": "number"}), kitchen(), timeout=2.5)
+    tool = make_mcp_agent_tool(
+        spec("slow", seconds={"type": "number"}), kitchen(), timeout=2.5, startup_timeout=30
+    )
     with pytest.raises(MCPTimeoutError) as caught:
         await tool.execute({"seconds": 60})
     assert caught.value.phase == "call" and caught.value.tool_name == "slow"
