@@ -6,13 +6,12 @@ from __future__ import annotations
 import contextlib
 import http.server
 import socket
-import threading
 from collections.abc import Iterator
 
 import anyio
 import httpx
 import pytest
-from conftest import LeakChecker, RunningServer, free_port
+from conftest import LeakChecker, RunningServer, free_port, plain_http_server
 
 from cubepi import ImageContent, MCPError, MCPTimeoutError, TextContent, ToolUpdate
 from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http, make_mcp_agent_tool
@@ -155,14 +154,8 @@ def denying_server(status: int) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/mcp?token=sk-query-456"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with plain_http_server(Handler) as url:
+        yield f"{url}/mcp?token=sk-query-456"
 
 
 @pytest.fixture
