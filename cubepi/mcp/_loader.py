@@ -12,7 +12,7 @@ from ._connection import MCPConnection
 from ._input import with_defaults
 from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
 from ._servers import Headers, HttpServer, HttpTransport, ProtocolSetting, StderrCallback, StdioServer
-from ._session import FOLLOW_TIMEOUT, Endpoint, Session, Timeouts
+from ._session import SAME_AS_TIMEOUT, Endpoint, Session, Timeouts
 from ._tool import stateless_caller, tool_spec
 from ._toollist import MCPToolList, guard, prepare_resources
 
@@ -28,7 +28,7 @@ async def load_mcp_tools(
     server: StdioServer | HttpServer | MCPConnection,
     *,
     timeout: float | None = 30.0,
-    startup_timeout: float | None = FOLLOW_TIMEOUT,
+    startup_timeout: float | None = SAME_AS_TIMEOUT,
     max_duration: float | None = None,
     prespawn: bool = False,
     prefix: str | None = None,
@@ -147,7 +147,7 @@ async def load_mcp_tools_stdio(
     on_stderr: StderrCallback | None = None,
     protocol: ProtocolSetting = "auto",
     timeout: float | None = 30.0,
-    startup_timeout: float | None = FOLLOW_TIMEOUT,
+    startup_timeout: float | None = SAME_AS_TIMEOUT,
     max_duration: float | None = None,
     prespawn: bool = False,
     prefix: str | None = None,
@@ -205,7 +205,7 @@ async def load_mcp_tools_http(
     transport: HttpTransport = "auto",
     protocol: ProtocolSetting = "auto",
     timeout: float | None = 30.0,
-    startup_timeout: float | None = FOLLOW_TIMEOUT,
+    startup_timeout: float | None = SAME_AS_TIMEOUT,
     max_duration: float | None = None,
     prefix: str | None = None,
     include: Iterable[str] | None = None,
