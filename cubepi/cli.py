@@ -174,14 +174,15 @@ async def _demo(args: argparse.Namespace) -> int:
     _print_tools(tools, sys.stdout)
     forecast = next(item for item in tools if item.name == "forecast")
     arguments = {"city": "Paris", "days": 2}
-    print(
-        f"\nCalling forecast({', '.join(f'{k}={v!r}' for k, v in arguments.items())}) in a fresh session:\n"
-    )
+    call = f"forecast({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
+    print(f"\nCalling {call} in a fresh session; the model reads:\n")
     result = await forecast.execute(forecast.parameters.model_validate(arguments))
-    _print_result(result, sys.stdout)
+    _print_content(result, sys.stdout, shorten=True)
+    print("\nYour program also gets the structured content, which the model never sees:\n")
+    _print_details(result, sys.stdout)
     refused = await forecast.execute({"city": "Paris", "days": 9})
     print("\nBad arguments never reach the server; the model reads why:\n")
-    _print_result(refused, sys.stdout)
+    _print_content(refused, sys.stdout, shorten=True)
     return 0
 
 
@@ -237,24 +238,33 @@ def _print_tools(tools: Sequence[AgentTool], out: TextIO) -> None:
 
 
 def _print_result(result: AgentToolResult, out: TextIO) -> None:
-    structured = result.details.get("structuredContent")
+    _print_content(result, out)
+    _print_details(result, out)
+
+
+def _print_content(result: AgentToolResult, out: TextIO, *, shorten: bool = False) -> None:
+    """The content as the model reads it; each text `shortened` when asked."""
     for block in result.content:
         if isinstance(block, TextContent):
-            if structured is not None and _same_json(block.text, structured):
-                print("(text: the structured content as JSON, for the model)", file=out)
-            else:
-                print(block.text, file=out)
+            print(_shorten(block.text) if shorten else block.text, file=out)
         elif isinstance(block, ImageContent):
             print(f"[image: {block.mime_type}, {len(block.data) * 3 // 4} bytes]", file=out)
+
+
+def _print_details(result: AgentToolResult, out: TextIO) -> None:
+    """What only the program gets: the structured content."""
+    structured = result.details.get("structuredContent")
     if structured is not None:
         print(f"details['structuredContent'] = {json.dumps(structured, ensure_ascii=False)}", file=out)
 
 
-def _same_json(text: str, value: Any) -> bool:
-    try:
-        return bool(json.loads(text) == value)
-    except ValueError:
-        return False
+def _shorten(text: str, max_lines: int = 20, max_chars: int = 1000) -> str:
+    """`text` as is when it is short; else its start and how much was left out."""
+    lines = text.splitlines()
+    if len(lines) <= max_lines and len(text) <= max_chars:
+        return text
+    kept = "\n".join(lines[:max_lines])[:max_chars]
+    return f"{kept}\n... ({len(text) - len(kept)} more characters)"
 
 
 def _result_json(result: AgentToolResult) -> dict[str, Any]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -30,6 +33,21 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def plain_http_server(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A plain (not MCP) HTTP server on a free port of 127.0.0.1, served from a thread for the block;
+    yields its base URL."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], limit: float = 30.0) -> None:

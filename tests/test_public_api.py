@@ -34,6 +34,23 @@ def test_agent_names_are_reachable_from_the_root_but_imported_lazily() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_the_providers_public_homes_are_their_modules_and_import_no_sdk() -> None:
+    code = (
+        "import sys\n"
+        "from cubepi.providers.anthropic import AnthropicProvider\n"
+        "from cubepi.providers.openai import OpenAIProvider\n"
+        "import cubepi, cubepi.providers\n"
+        "assert cubepi.AnthropicProvider is cubepi.providers.AnthropicProvider is AnthropicProvider\n"
+        "assert cubepi.OpenAIProvider is cubepi.providers.OpenAIProvider is OpenAIProvider\n"
+        "assert AnthropicProvider.__module__ == 'cubepi.providers.anthropic'\n"
+        "assert OpenAIProvider.__module__ == 'cubepi.providers.openai'\n"
+        "assert 'anthropic' not in sys.modules and 'openai' not in sys.modules\n"
+        "AnthropicProvider(api_key='k')\n"
+        "assert 'anthropic' in sys.modules and 'openai' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_unknown_root_attribute_is_an_attribute_error() -> None:
     import cubepi
 

@@ -40,7 +40,7 @@ from . import _errors
 from ._http import HTTP_CLOSE_GRACE
 from ._input import with_defaults
 from ._open import open_session
-from ._session import DEFAULT_TIMEOUT, FOLLOW_TIMEOUT, Attempt, Endpoint, Session, Timeouts
+from ._session import DEFAULT_TIMEOUT, SAME_AS_TIMEOUT, Attempt, Endpoint, Session, Timeouts
 from ._toollist import MCPToolList, ToolChanges, merge_changes
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class MCPConnection:
         server: Server,
         *,
         timeout: float | None = DEFAULT_TIMEOUT,
-        startup_timeout: float | None = FOLLOW_TIMEOUT,
+        startup_timeout: float | None = SAME_AS_TIMEOUT,
         auto_reconnect: bool = False,
         logging_callback: LoggingFnT | None = None,
         log_level: LoggingLevel | None = None,

@@ -26,7 +26,7 @@ from ._policies import (
     RetrySetting,
 )
 from ._servers import Headers, HttpServer, HttpTransport, ProtocolSetting, StderrCallback, StdioServer
-from ._session import FOLLOW_TIMEOUT, Endpoint, Protocol, Session, Timeouts
+from ._session import SAME_AS_TIMEOUT, Endpoint, Protocol, Session, Timeouts
 from ._tool import ToolCaller, stateless_caller, tool_spec
 from ._toollist import Listing, MCPToolList, guard, prepare_resources
 
@@ -43,7 +43,7 @@ async def load_mcp_tools(
     server: StdioServer | HttpServer | MCPConnection,
     *,
     timeout: float | None = 30.0,
-    startup_timeout: float | None = FOLLOW_TIMEOUT,
+    startup_timeout: float | None = SAME_AS_TIMEOUT,
     max_duration: float | None = None,
     prespawn: bool = False,
     prefix: str | None = None,
@@ -241,7 +241,7 @@ async def load_mcp_tools_stdio(
     on_stderr: StderrCallback | None = None,
     protocol: ProtocolSetting = "auto",
     timeout: float | None = 30.0,
-    startup_timeout: float | None = FOLLOW_TIMEOUT,
+    startup_timeout: float | None = SAME_AS_TIMEOUT,
     max_duration: float | None = None,
     prespawn: bool = False,
     prefix: str | None = None,
@@ -299,7 +299,7 @@ async def load_mcp_tools_http(
     transport: HttpTransport = "auto",
     protocol: ProtocolSetting = "auto",
     timeout: float | None = 30.0,
-    startup_timeout: float | None = FOLLOW_TIMEOUT,
+    startup_timeout: float | None = SAME_AS_TIMEOUT,
     max_duration: float | None = None,
     prefix: str | None = None,
     include: Iterable[str] | None = None,

@@ -229,7 +229,10 @@ async def _open_once(
             if endpoint.protocol != protocol:
                 endpoint.protocol = protocol
             startup.deadline = math.inf
-            yield Session(sdk_session, endpoint, attempt)
+            session = Session(sdk_session, endpoint, attempt)
+            if kind == "stdio" and protocol.stateless:
+                session.starting = limit if limit is not None else math.inf
+            yield session
             attempt.phase = "close"
     if startup.cancelled_caught and limit is not None:
         raise timeout_error(endpoint, attempt, "initialize", limit)

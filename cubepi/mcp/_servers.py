@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
 from ._connection import MCPConnection, ToolsChangedCallback
-from ._session import FOLLOW_TIMEOUT
+from ._session import SAME_AS_TIMEOUT
 
 if TYPE_CHECKING:
     import httpx2
@@ -83,7 +83,7 @@ class _Connectable:
         self,
         *,
         timeout: float | None = 30.0,
-        startup_timeout: float | None = FOLLOW_TIMEOUT,
+        startup_timeout: float | None = SAME_AS_TIMEOUT,
         auto_reconnect: bool = False,
         logging_callback: LoggingFnT | None = None,
         log_level: LoggingLevel | None = None,

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TIMEOUT",
-    "FOLLOW_TIMEOUT",
+    "SAME_AS_TIMEOUT",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "Attempt",
     "Endpoint",
@@ -66,14 +66,14 @@ def _call_result() -> Any:
     return TypeAdapter(types.CallToolResult | types.InputRequiredResult)
 
 
-class _FollowTimeout:
+class _SameAsTimeout:
     """The default of `startup_timeout`: the value of `timeout`."""
 
     def __repr__(self) -> str:
-        return "FOLLOW_TIMEOUT"
+        return "SAME_AS_TIMEOUT"
 
 
-FOLLOW_TIMEOUT: Any = _FollowTimeout()
+SAME_AS_TIMEOUT: Any = _SameAsTimeout()
 
 
 def _seconds(name: str, value: float | None) -> float | None:
@@ -104,12 +104,12 @@ class Timeouts:
     def from_options(
         cls,
         timeout: float | None = DEFAULT_TIMEOUT,
-        startup_timeout: float | None = FOLLOW_TIMEOUT,
+        startup_timeout: float | None = SAME_AS_TIMEOUT,
         max_duration: float | None = None,
     ) -> Timeouts:
         """What the loaders' `timeout`, `startup_timeout` (default: `timeout`) and `max_duration` mean."""
         value = _seconds("timeout", timeout)
-        if startup_timeout is FOLLOW_TIMEOUT:
+        if startup_timeout is SAME_AS_TIMEOUT:
             startup, keyword = value, "timeout"
         else:
             startup, keyword = _seconds("startup_timeout", startup_timeout), "startup_timeout"
@@ -230,16 +230,23 @@ class Session:
         self.client = client
         self.endpoint = endpoint
         self.attempt = attempt
+        # Set for a new stdio process that has not answered anything yet: its start-up limit, which the
+        # first call's wait includes.
+        self.starting: float | None = None
 
     @contextlib.contextmanager
     def phase(self, phase: Phase) -> Any:
-        """Bound a phase by its timeout; raise `MCPTimeoutError` naming it when exceeded."""
+        """Bound a phase by its timeout (plus the start-up limit of a process not heard from yet); raise
+        `MCPTimeoutError` naming it when exceeded."""
         self.attempt.phase = phase
         limit = self.endpoint.timeouts.of(phase)
+        if limit is not None and self.starting is not None:
+            limit += self.starting
         with anyio.move_on_after(math.inf if limit is None else limit) as scope:
             yield
         if scope.cancelled_caught and limit is not None:
             raise timeout_error(self.endpoint, self.attempt, phase, limit)
+        self.starting = None
 
     async def list_tools(self) -> list[mcp_types.Tool]:
         """Every tool the server lists, following `nextCursor` to the end (a repeated cursor is an error)."""
@@ -296,6 +303,9 @@ class Session:
         idle = math.inf if timeouts.call is None else timeouts.call
         started = anyio.current_time()
         hard = math.inf if timeouts.max_duration is None else started + timeouts.max_duration
+        # A stateless 2026-07-28 stdio call is the first line a new process reads: its start-up is part
+        # of the wait, and `startup_timeout` bounds it as it bounds a handshake.
+        initial = idle + self.starting if self.starting is not None else idle
 
         async def send(
             responses: mcp_types.InputResponses | None, state: str | None
@@ -314,8 +324,12 @@ class Session:
 
         self._learn(name)
         # Always ask for progress (a progressToken): progress is what keeps a long call alive.
-        with anyio.CancelScope(deadline=min(started + idle, hard)) as scope, recording_status(self.attempt):
-            progress = _progress_relay(scope, idle, hard, on_update)
+        with (
+            anyio.CancelScope(deadline=min(started + initial, hard)) as scope,
+            recording_status(self.attempt),
+        ):
+            heard = [False]
+            progress = _progress_relay(scope, idle, hard, on_update, heard)
             self.attempt.http_status = None
             try:
                 first = await send(None, None)
@@ -340,6 +354,8 @@ class Session:
                 self.endpoint, self.attempt, "call", timeouts.max_duration, what="max_duration"
             )
         assert timeouts.call is not None
+        if self.starting is not None and not heard[0]:
+            raise timeout_error(self.endpoint, self.attempt, "startup", self.starting + timeouts.call)
         raise timeout_error(self.endpoint, self.attempt, "call", timeouts.call)
 
     def _learn(self, name: str) -> None:
@@ -387,12 +403,17 @@ def _usable_tools(tools: list[mcp_types.Tool], server: str) -> list[mcp_types.To
 
 
 def _progress_relay(
-    scope: anyio.CancelScope, idle: float, hard: float, on_update: UpdateCallback | None
+    scope: anyio.CancelScope,
+    idle: float,
+    hard: float,
+    on_update: UpdateCallback | None,
+    heard: list[bool],
 ) -> ProgressFnT:
     """Progress notifications push `scope`'s deadline back by `idle` (never past `hard`), then reach
-    `on_update`."""
+    `on_update`; `heard[0]` records that the server said something."""
 
     async def relay(progress: float, total: float | None, message: str | None) -> None:
+        heard[0] = True
         if not scope.cancel_called:
             scope.deadline = min(anyio.current_time() + idle, hard)
         if on_update is not None:
@@ -419,7 +440,11 @@ def timeout_error(
         text = f"{action} timed out: no result or progress for {limit:g} s (timeout; phase: {phase})"
     elif phase in ("startup", "initialize"):
         keyword = endpoint.timeouts.startup_keyword
-        text = f"{action} timed out after {limit:g} s ({keyword}={limit:g}; phase: {phase})"
+        if keyword == "timeout":
+            advice = "timeout also bounds start-up: raise it, or give startup_timeout for start-up alone"
+        else:
+            advice = "raise startup_timeout for a slower start"
+        text = f"{action} timed out after {limit:g} s ({keyword}; phase: {phase}); {advice}"
     else:
-        text = f"{action} timed out after {limit:g} s (timeout={limit:g}; phase: {phase})"
+        text = f"{action} timed out after {limit:g} s (timeout; phase: {phase})"
     return MCPTimeoutError(text, phase=phase, limit=limit, tool_name=attempt.tool_name, server=server)

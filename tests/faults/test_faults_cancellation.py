@@ -166,7 +166,7 @@ async def test_cancel_execute_over_http(http_faults: HttpFaults) -> None:
 async def test_timeout_tells_the_server(tmp_path: Path) -> None:
     record = tmp_path / "received.jsonl"
     server = stdio_server("hang_call", "--record", str(record))
-    tool: AgentTool = make_mcp_agent_tool(ECHO, server, timeout=1)
+    tool: AgentTool = make_mcp_agent_tool(ECHO, server, timeout=1, startup_timeout=30)
     with pytest.raises(TimeoutError):
         await tool.execute({"message": "hi"})
     assert_told(record)

@@ -175,7 +175,9 @@ async def test_server_stops_mid_body_is_a_prompt_mcp_error(http_faults: HttpFaul
 
 async def test_slow_call_past_timeout(http_faults: HttpFaults) -> None:
     leaks = Leaks()
-    tools = await load_mcp_tools_http(http_faults.url("/mcp"), headers=HEADERS, timeout=1.0)
+    tools = await load_mcp_tools_http(
+        http_faults.url("/mcp"), headers=HEADERS, timeout=1.0, startup_timeout=30
+    )
     sleep = next(item for item in tools if item.name == "sleep")
     started = time.monotonic()
     with pytest.raises(MCPTimeoutError) as caught:

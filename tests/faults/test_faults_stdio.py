@@ -94,7 +94,7 @@ async def test_server_hangs_while_loading_times_out_naming_the_phase(
 async def test_server_hangs_in_call_times_out_naming_the_phase(mode: str) -> None:
     """`deaf_call` also stops reading stdin, so only SIGTERM ends it: the process is still gone."""
     leaks = Leaks()
-    tools = await load_mcp_tools(stdio_server(mode), timeout=1.0)
+    tools = await load_mcp_tools(stdio_server(mode), timeout=1.0, startup_timeout=30)
     echo = next(item for item in tools if item.name == "echo")
     started = time.monotonic()
     with pytest.raises(MCPTimeoutError) as caught:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
 from conftest import KITCHEN, PYTHON, RunningServer
 
-from cubepi.cli import main
+from cubepi import AgentToolResult, TextContent
+from cubepi.cli import _print_content, main
 
 
 def test_tools_over_stdio(capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,5 +62,33 @@ def test_demo(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "add(a: int, b: int)" in out
     assert "forecast(city: str" in out
-    assert "light rain" in out
     assert "less than or equal to 5" in out
+    assert "(text:" not in out
+
+
+def test_demo_shows_the_text_the_model_reads(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    read = out.split("the model reads:\n\n", 1)[1].split("\n\nYour program also gets", 1)[0]
+    # The forecast's text block, whole: the JSON the server wrote, as the model gets it.
+    assert '"conditions": "light rain"' in read
+    forecast = json.loads(read)
+    assert forecast["city"] == "Paris" and [day["day"] for day in forecast["days"]] == [1, 2]
+    structured = out.split("details['structuredContent'] = ", 1)[1].splitlines()[0]
+    assert json.loads(structured) == forecast
+
+
+def test_long_texts_are_shortened_for_reading() -> None:
+    long = "\n".join(f"line {i}" for i in range(100))
+    out = io.StringIO()
+    _print_content(AgentToolResult([TextContent(long), TextContent("short")]), out, shorten=True)
+    lines = out.getvalue().splitlines()
+    assert lines[:20] == [f"line {i}" for i in range(20)]
+    kept = "\n".join(lines[:20])
+    assert lines[20] == f"... ({len(long) - len(kept)} more characters)"
+    assert lines[21:] == ["short"]
+
+    wide = "x" * 5000
+    out = io.StringIO()
+    _print_content(AgentToolResult([TextContent(wide)]), out, shorten=True)
+    assert out.getvalue() == "x" * 1000 + "\n... (4000 more characters)\n"

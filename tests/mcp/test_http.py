@@ -6,13 +6,12 @@ from __future__ import annotations
 import contextlib
 import http.server
 import socket
-import threading
 from collections.abc import Iterator
 
 import anyio
 import httpx2
 import pytest
-from conftest import LeakChecker, RunningServer, free_port
+from conftest import LeakChecker, RunningServer, free_port, plain_http_server
 
 from cubepi import ImageContent, MCPError, MCPTimeoutError, TextContent, ToolUpdate
 from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http, make_mcp_agent_tool
@@ -116,7 +115,9 @@ async def test_auto_prefers_streamable_http(kitchen_http: RunningServer) -> None
 async def test_call_timeout_and_cancellation_leave_no_connection(
     kitchen_url: str, leaks: LeakChecker
 ) -> None:
-    slow = make_mcp_agent_tool(spec("slow", seconds={"type": "number"}), HttpServer(kitchen_url), timeout=1)
+    slow = make_mcp_agent_tool(
+        spec("slow", seconds={"type": "number"}), HttpServer(kitchen_url), timeout=1, startup_timeout=30
+    )
     with pytest.raises(MCPTimeoutError) as caught:
         await slow.execute({"seconds": 30})
     assert (caught.value.phase, caught.value.tool_name) == ("call", "slow")
@@ -154,14 +155,8 @@ def denying_server(status: int) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/mcp?token=sk-query-456"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with plain_http_server(Handler) as url:
+        yield f"{url}/mcp?token=sk-query-456"
 
 
 @pytest.fixture

@@ -209,7 +209,9 @@ async def test_result_renderer_gets_the_raw_result(annotated_http: RunningServer
 
 
 async def test_timeout_policy(annotated_http: RunningServer) -> None:
-    tools = by_name(await load_mcp_tools_http(annotated_http.url, include=["hold"], timeout=0.5))
+    tools = by_name(
+        await load_mcp_tools_http(annotated_http.url, include=["hold"], timeout=0.5, startup_timeout=30)
+    )
     with pytest.raises(MCPTimeoutError) as caught:
         await tools["hold"].execute({"seconds": 3})
     assert caught.value.phase == "call" and caught.value.tool_name == "hold"

@@ -33,7 +33,7 @@ from cubepi.mcp import (
     make_mcp_agent_tool,
     output_model,
 )
-from cubepi.mcp._session import FOLLOW_TIMEOUT
+from cubepi.mcp._session import SAME_AS_TIMEOUT
 from cubepi.mcp._stderr import StderrCapture
 
 BEHAVIOUR = SERVERS / "behaviour.py"
@@ -119,7 +119,7 @@ def test_timeouts_are_documented_kwargs_with_defaults() -> None:
     for loader in (load_mcp_tools, load_mcp_tools_stdio, load_mcp_tools_http, make_mcp_agent_tool):
         params = inspect.signature(loader).parameters
         assert params["timeout"].default == 30.0, loader
-        assert params["startup_timeout"].default is FOLLOW_TIMEOUT, loader  # the value of `timeout`
+        assert params["startup_timeout"].default is SAME_AS_TIMEOUT, loader  # the value of `timeout`
         assert params["max_duration"].default is None, loader
         doc = inspect.getdoc(loader) or ""
         assert "startup_timeout" in doc or "load_mcp_tools" in doc

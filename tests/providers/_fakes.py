@@ -1,13 +1,19 @@
-"""A fake HTTP API for the official SDKs: an httpx2 MockTransport that records requests and replays JSON."""
+"""A fake HTTP API for the official SDKs: an httpx2 MockTransport that records requests and replays JSON.
+
+`serve(api)` puts the same fake on a real port of 127.0.0.1, for a program running in another process.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx2
+from conftest import plain_http_server
 
 
 @dataclass
@@ -33,3 +39,30 @@ class FakeAPI:
 
 
 Handler = Callable[[httpx2.Request], httpx2.Response]
+
+
+@contextmanager
+def serve(api: FakeAPI) -> Iterator[str]:
+    """Serve `api` over HTTP on a free port of 127.0.0.1 until the block ends; yields its base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            request = httpx2.Request(
+                "POST",
+                f"http://{self.headers.get('Host')}{self.path}",
+                headers=dict(self.headers),
+                content=body,
+            )
+            response = api.handler(request)
+            self.send_response(response.status_code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(response.content)))
+            self.end_headers()
+            self.wfile.write(response.content)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    with plain_http_server(Handler) as url:
+        yield url

@@ -15,8 +15,8 @@ from cubepi.providers import (
     ToolResultMessage,
     UserMessage,
 )
-from cubepi.providers._anthropic import from_anthropic_message, to_anthropic_messages
-from cubepi.providers._openai import from_openai_completion, to_openai_messages
+from cubepi.providers.anthropic import from_anthropic_message, to_anthropic_messages
+from cubepi.providers.openai import from_openai_completion, to_openai_messages
 
 CALL = ToolCall("c1", "noop", {})
 

@@ -1,4 +1,8 @@
-"""`AnthropicProvider`: the Messages API through the official `anthropic` SDK (``AsyncAnthropic``)."""
+"""`AnthropicProvider`: the Messages API through the official `anthropic` SDK (``AsyncAnthropic``).
+
+``from cubepi.providers.anthropic import AnthropicProvider``; importing this module does not import the SDK,
+building a provider does.
+"""
 
 from __future__ import annotations
 

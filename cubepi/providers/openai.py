@@ -1,4 +1,8 @@
-"""`OpenAIProvider`: Chat Completions through the official `openai` SDK (``AsyncOpenAI``)."""
+"""`OpenAIProvider`: Chat Completions through the official `openai` SDK (``AsyncOpenAI``).
+
+``from cubepi.providers.openai import OpenAIProvider``; importing this module does not import the SDK,
+building a provider does.
+"""
 
 from __future__ import annotations
 
