@@ -15,7 +15,7 @@ import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
@@ -53,6 +53,7 @@ Phase = Literal["startup", "initialize", "list", "call", "close"]
 
 DEFAULT_TIMEOUT = 30.0
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+REQUEST_TIMEOUT = -32001
 # How many times a 2026-07-28 call may be sent again with the input its server asked for.
 INPUT_ROUNDS = 10
 
@@ -231,8 +232,9 @@ class Session:
         self.endpoint = endpoint
         self.attempt = attempt
         # Set for a new stdio process that has not answered anything yet: its start-up limit, which the
-        # first call's wait includes.
+        # first request's wait includes (see `_watch_start`).
         self.starting: float | None = None
+        self.start_failed: float | None = None  # the start-up limit the process ran past
 
     @contextlib.contextmanager
     def phase(self, phase: Phase) -> Any:
@@ -303,8 +305,7 @@ class Session:
         idle = math.inf if timeouts.call is None else timeouts.call
         started = anyio.current_time()
         hard = math.inf if timeouts.max_duration is None else started + timeouts.max_duration
-        # A stateless 2026-07-28 stdio call is the first line a new process reads: its start-up is part
-        # of the wait, and `startup_timeout` bounds it as it bounds a handshake.
+        # A new 2026-07-28 stdio process gets its start-up limit on top, until it is seen to be up.
         initial = idle + self.starting if self.starting is not None else idle
 
         async def send(
@@ -328,16 +329,21 @@ class Session:
             anyio.CancelScope(deadline=min(started + initial, hard)) as scope,
             recording_status(self.attempt),
         ):
-            heard = [False]
-            progress = _progress_relay(scope, idle, hard, on_update, heard)
+            progress = _progress_relay(scope, idle, hard, on_update)
             self.attempt.http_status = None
             try:
-                first = await send(None, None)
-                if isinstance(first, types.InputRequiredResult):
-                    return await run_input_required_driver(
-                        first, dispatch=dispatch, retry=send, max_rounds=INPUT_ROUNDS
-                    )
-                return first
+                async with anyio.create_task_group() as watching:
+                    if self.starting is not None:
+                        watching.start_soon(self._watch_start, scope, idle, hard)
+                    try:
+                        first: Any = await send(None, None)
+                        if isinstance(first, types.InputRequiredResult):
+                            first = await run_input_required_driver(
+                                first, dispatch=dispatch, retry=send, max_rounds=INPUT_ROUNDS
+                            )
+                    finally:
+                        watching.cancel_scope.cancel()
+                return cast("mcp_types.CallToolResult", first)
             except SdkError as exc:
                 if self._is_transport_failure(exc):
                     raise
@@ -348,15 +354,42 @@ class Session:
                     is_error=True,
                     _meta={"jsonrpc_error": exc.error.model_dump(mode="json", exclude_none=True)},
                 )
+        if self.start_failed is not None:
+            raise timeout_error(self.endpoint, self.attempt, "startup", self.start_failed)
         if scope.deadline >= hard:
             assert timeouts.max_duration is not None
             raise timeout_error(
                 self.endpoint, self.attempt, "call", timeouts.max_duration, what="max_duration"
             )
         assert timeouts.call is not None
-        if self.starting is not None and not heard[0]:
-            raise timeout_error(self.endpoint, self.attempt, "startup", self.starting + timeouts.call)
         raise timeout_error(self.endpoint, self.attempt, "call", timeouts.call)
+
+    async def _watch_start(self, call: anyio.CancelScope, idle: float, hard: float) -> None:
+        """Beside the first call to a new 2026-07-28 stdio process: ask ``server/discover`` (pipelined,
+        no wait before the call) to learn when the server is up. It must answer within the start-up
+        limit, or the call ends as a start-up timeout; once it has, the call gets its own `timeout` of
+        silence from then on, as a call to a started server does."""
+        from mcp.shared.exceptions import MCPError as SdkError
+
+        limit, self.starting = self.starting, None
+        assert limit is not None
+        protocol = self.endpoint.protocol
+        version = protocol.version if protocol is not None else ""
+        with anyio.move_on_after(limit) as waiting:
+            while True:
+                try:
+                    await self.client.send_discover(version)
+                except SdkError as exc:
+                    if exc.code == REQUEST_TIMEOUT:  # the SDK's own bound on one probe: ask again
+                        continue
+                    if _errors.is_connection_closed(exc):
+                        return  # the process died: the call reports it
+                break  # any answer, an error included, says the server is up
+        if waiting.cancelled_caught:
+            self.start_failed = limit
+            call.cancel()
+        elif not call.cancel_called:
+            call.deadline = min(anyio.current_time() + idle, hard)
 
     def _learn(self, name: str) -> None:
         """Tell a session that never listed the tools the definition of the one it calls, so that its
@@ -403,17 +436,12 @@ def _usable_tools(tools: list[mcp_types.Tool], server: str) -> list[mcp_types.To
 
 
 def _progress_relay(
-    scope: anyio.CancelScope,
-    idle: float,
-    hard: float,
-    on_update: UpdateCallback | None,
-    heard: list[bool],
+    scope: anyio.CancelScope, idle: float, hard: float, on_update: UpdateCallback | None
 ) -> ProgressFnT:
     """Progress notifications push `scope`'s deadline back by `idle` (never past `hard`), then reach
-    `on_update`; `heard[0]` records that the server said something."""
+    `on_update`."""
 
     async def relay(progress: float, total: float | None, message: str | None) -> None:
-        heard[0] = True
         if not scope.cancel_called:
             scope.deadline = min(anyio.current_time() + idle, hard)
         if on_update is not None:

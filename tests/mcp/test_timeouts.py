@@ -152,3 +152,26 @@ def test_startup_timeout_defaults_to_timeout_in_every_signature(function: Callab
         load_mcp_tools_stdio,
         load_mcp_tools_http,
     )
+
+
+# -- a 2026-07-28 stdio call is the new process's first request: start-up is still bounded apart --------
+
+
+async def test_a_stateless_stdio_call_to_a_server_that_never_starts_is_a_startup_timeout(
+    leaks: LeakChecker,
+) -> None:
+    pinned = StdioServer(PYTHON, [str(SLOW_INIT)], protocol="2026-07-28")
+    echo = make_mcp_agent_tool(ECHO, pinned, timeout=1, startup_timeout=3)
+    started = time.monotonic()
+    with pytest.raises(MCPTimeoutError) as caught:
+        await echo.execute({"message": "hi"})
+    assert time.monotonic() - started < 15
+    assert (caught.value.phase, caught.value.limit) == ("startup", 3.0)
+    assert "raise startup_timeout" in str(caught.value)
+
+
+async def test_a_stateless_stdio_call_gets_its_timeout_once_the_server_is_up() -> None:
+    # The server takes 3 s to start, longer than `timeout`: the call waits for it within startup_timeout.
+    pinned = StdioServer(PYTHON, [str(SLOW_INIT)], env={"SLOW_INIT_SECONDS": "3"}, protocol="2026-07-28")
+    echo = make_mcp_agent_tool(ECHO, pinned, timeout=2, startup_timeout=60)
+    assert (await echo.execute({"message": "hi"})).text == "hi"
