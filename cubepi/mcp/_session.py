@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
+import anyio.lowlevel
 
 from ..errors import MCPError, MCPTimeoutError, UserError
 from ..tools import ToolUpdate, UpdateCallback
@@ -335,6 +336,9 @@ class Session:
                 async with anyio.create_task_group() as watching:
                     if self.starting is not None:
                         watching.start_soon(self._watch_start, scope, idle, hard)
+                        # Let the probe go out first: a server reading one line at a time answers it
+                        # before it takes the call (its send hands the line over before it suspends).
+                        await anyio.lowlevel.checkpoint()
                     try:
                         first: Any = await send(None, None)
                         if isinstance(first, types.InputRequiredResult):
@@ -365,10 +369,10 @@ class Session:
         raise timeout_error(self.endpoint, self.attempt, "call", timeouts.call)
 
     async def _watch_start(self, call: anyio.CancelScope, idle: float, hard: float) -> None:
-        """Beside the first call to a new 2026-07-28 stdio process: ask ``server/discover`` (pipelined,
-        no wait before the call) to learn when the server is up. It must answer within the start-up
-        limit, or the call ends as a start-up timeout; once it has, the call gets its own `timeout` of
-        silence from then on, as a call to a started server does."""
+        """Beside the first call to a new 2026-07-28 stdio process: ask ``server/discover`` (written just
+        before the call, with no wait for its answer) to learn when the server is up. It must answer
+        within the start-up limit, or the call ends as a start-up timeout; once it has, the call gets its
+        own `timeout` of silence from then on, as a call to a started server does."""
         from mcp.shared.exceptions import MCPError as SdkError
 
         limit, self.starting = self.starting, None
