@@ -75,15 +75,20 @@ async def _record_status(response: httpx2.Response) -> None:
 
 
 @contextlib.contextmanager
-def recording_status(sink: Any) -> Iterator[None]:
-    """Within this block (and the tasks it starts), HTTP error and redirect statuses are written to
-    `sink.http_status` and their reason phrase to `sink.http_reason`."""
-    token = _STATUS_SINK.set(sink)
+def _setting(var: contextvars.ContextVar[Any], value: Any) -> Iterator[None]:
+    """`var` set to `value` for this block (and the tasks it starts)."""
+    token = var.set(value)
     try:
         yield
     finally:
         with contextlib.suppress(ValueError):  # exited in another context
-            _STATUS_SINK.reset(token)
+            var.reset(token)
+
+
+def recording_status(sink: Any) -> contextlib.AbstractContextManager[None]:
+    """Within this block (and the tasks it starts), HTTP error and redirect statuses are written to
+    `sink.http_status` and their reason phrase to `sink.http_reason`."""
+    return _setting(_STATUS_SINK, sink)
 
 
 @contextlib.asynccontextmanager
@@ -106,9 +111,5 @@ async def connection_headers(server: HttpServer) -> AsyncIterator[None]:
             f"connecting to {server.describe()} failed: the headers callable raised {type(exc).__name__}",
             server=server.describe(),
         ) from exc
-    token = _CONNECTION_HEADERS.set(headers)
-    try:
+    with _setting(_CONNECTION_HEADERS, headers):
         yield
-    finally:
-        with contextlib.suppress(ValueError):  # exited in another context
-            _CONNECTION_HEADERS.reset(token)
