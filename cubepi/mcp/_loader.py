@@ -17,6 +17,7 @@ from ..errors import UserError
 from ._call import run_stateless
 from ._connection import MCPConnection
 from ._input import with_defaults
+from ._logs import server_logs
 from ._policies import (
     DEFAULT_MAX_CONCURRENCY,
     PREFIX_SEPARATOR,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp import types as mcp_types
     from mcp.client.session import ElicitationFnT
+    from mcp.types import LoggingLevel
 
 __all__ = ["load_mcp_tools", "load_mcp_tools_http", "load_mcp_tools_stdio"]
 
@@ -55,6 +57,7 @@ async def load_mcp_tools(
     needs_approval: ApprovalSetting = False,
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     elicitation_callback: ElicitationFnT | None = None,
+    log_level: LoggingLevel | None = None,
 ) -> MCPToolList:
     """Connect to `server`, list its tools (following pagination), disconnect; one `AgentTool` per tool.
 
@@ -94,6 +97,10 @@ async def load_mcp_tools(
     call: on a 2026-07-28 server inside the one stateless call (its input-required rounds), on a
     handshake-era server inside the call's session. Without it, such a call comes back as an ``is_error``
     result saying so.
+
+    `log_level` (``"debug"`` ... ``"emergency"``) asks the server for its log messages at that level or
+    above, during the listing and every call, and passes them to the ``cubepi.mcp.server`` logger (a
+    2026-07-28 server sends logs only to requests that ask; a handshake-era server may send them anyway).
     """
     policies = Policies.create(
         prefix=prefix,
@@ -106,8 +113,11 @@ async def load_mcp_tools(
         max_concurrency=max_concurrency,
     )
     if isinstance(server, MCPConnection):
-        if elicitation_callback is not None:
-            raise UserError("a connection's callbacks go to server.connect(elicitation_callback=...)")
+        if elicitation_callback is not None or log_level is not None:
+            raise UserError(
+                "a connection's callbacks and log level go to server.connect(elicitation_callback=..., "
+                "log_level=...)"
+            )
         if prespawn:
             raise UserError("prespawn=True applies to stateless stdio tools, not to a live connection")
         return await _load_from_connection(
@@ -123,6 +133,8 @@ async def load_mcp_tools(
         if not callable(elicitation_callback):
             raise UserError("elicitation_callback must be an async function (context, params) -> result")
         endpoint.callbacks["elicitation_callback"] = with_defaults(elicitation_callback)
+    if log_level is not None:
+        endpoint.callbacks.update(log_level=log_level, logging_callback=server_logs(server.describe()))
 
     resources = prepare_resources(endpoint, prespawn=prespawn)
     lister = _Lister(
@@ -253,6 +265,7 @@ async def load_mcp_tools_stdio(
     needs_approval: ApprovalSetting = False,
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     elicitation_callback: ElicitationFnT | None = None,
+    log_level: LoggingLevel | None = None,
 ) -> MCPToolList:
     """Load the tools of a stdio MCP server started as ``command args...``.
 
@@ -288,6 +301,7 @@ async def load_mcp_tools_stdio(
         needs_approval=needs_approval,
         max_concurrency=max_concurrency,
         elicitation_callback=elicitation_callback,
+        log_level=log_level,
     )
 
 
@@ -310,6 +324,7 @@ async def load_mcp_tools_http(
     needs_approval: ApprovalSetting = False,
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     elicitation_callback: ElicitationFnT | None = None,
+    log_level: LoggingLevel | None = None,
 ) -> MCPToolList:
     """Load the tools of an MCP server over HTTP: ``"streamable-http"``, ``"sse"`` or ``"auto"``.
 
@@ -332,4 +347,5 @@ async def load_mcp_tools_http(
         needs_approval=needs_approval,
         max_concurrency=max_concurrency,
         elicitation_callback=elicitation_callback,
+        log_level=log_level,
     )

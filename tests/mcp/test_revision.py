@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -53,3 +54,27 @@ async def test_handshake_era_calls_send_no_parameter_headers(
         result = await tools[0].execute({"region": "eu-west"})
     assert result.text == "eu-west (header: <none>)"
     assert not any("mcp-param-region" in headers for headers in posts)
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_log_level_brings_the_servers_logs_to_python_logging(
+    protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from cubepi.mcp import StdioServer, load_mcp_tools
+
+    server = StdioServer(PYTHON, [str(SERVERS / "annotated.py")], protocol=protocol)
+    tools = await load_mcp_tools(server, include=["chatty"], log_level="info")
+    with caplog.at_level(logging.INFO, logger="cubepi.mcp.server"):
+        assert (await tools[0].execute({})).text == "chatted"
+    logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "cubepi.mcp.server"]
+    assert any(level == logging.INFO and "starting the chat" in text for level, text in logged)
+    assert any(level == logging.WARNING and "almost done" in text for level, text in logged)
+
+
+async def test_without_log_level_a_2026_server_sends_no_logs(caplog: pytest.LogCaptureFixture) -> None:
+    from cubepi.mcp import StdioServer, load_mcp_tools
+
+    tools = await load_mcp_tools(StdioServer(PYTHON, [str(SERVERS / "annotated.py")]), include=["chatty"])
+    with caplog.at_level(logging.DEBUG, logger="cubepi.mcp.server"):
+        assert (await tools[0].execute({})).text == "chatted"
+    assert not [r for r in caplog.records if r.name == "cubepi.mcp.server"]
