@@ -13,9 +13,9 @@ import functools
 import inspect
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -49,6 +49,7 @@ __all__ = [
     "timeout_error",
 ]
 
+T = TypeVar("T")
 logger = logging.getLogger("cubepi.mcp")
 Phase = Literal["startup", "initialize", "list", "call", "close"]
 
@@ -332,22 +333,19 @@ class Session:
         ):
             progress = _progress_relay(scope, idle, hard, on_update)
             self.attempt.http_status = None
+
+            async def call() -> mcp_types.CallToolResult:
+                first = await send(None, None)
+                if isinstance(first, types.InputRequiredResult):
+                    return await run_input_required_driver(
+                        first, dispatch=dispatch, retry=send, max_rounds=INPUT_ROUNDS
+                    )
+                return first
+
             try:
-                async with anyio.create_task_group() as watching:
-                    if self.starting is not None:
-                        watching.start_soon(self._watch_start, scope, idle, hard)
-                        # Let the probe go out first: a server reading one line at a time answers it
-                        # before it takes the call (its send hands the line over before it suspends).
-                        await anyio.lowlevel.checkpoint()
-                    try:
-                        first: Any = await send(None, None)
-                        if isinstance(first, types.InputRequiredResult):
-                            first = await run_input_required_driver(
-                                first, dispatch=dispatch, retry=send, max_rounds=INPUT_ROUNDS
-                            )
-                    finally:
-                        watching.cancel_scope.cancel()
-                return cast("mcp_types.CallToolResult", first)
+                if self.starting is None:
+                    return await call()
+                return await self._watching_start(call, scope, idle, hard)
             except SdkError as exc:
                 if self._is_transport_failure(exc):
                     raise
@@ -367,6 +365,27 @@ class Session:
             )
         assert timeouts.call is not None
         raise timeout_error(self.endpoint, self.attempt, "call", timeouts.call)
+
+    async def _watching_start(
+        self, call: Callable[[], Awaitable[T]], scope: anyio.CancelScope, idle: float, hard: float
+    ) -> T:
+        """`call()`, with `_watch_start` beside it; what `call` raises comes out as it is (no group)."""
+        outcome: list[T] = []
+        failure: list[BaseException] = []
+        async with anyio.create_task_group() as watching:
+            watching.start_soon(self._watch_start, scope, idle, hard)
+            # Let the probe go out first: a server reading one line at a time answers it before it takes
+            # the call (its send hands the line over before it suspends).
+            await anyio.lowlevel.checkpoint()
+            try:
+                outcome.append(await call())
+            except BaseException as exc:  # re-raised below, outside the task group
+                failure.append(exc)
+            finally:
+                watching.cancel_scope.cancel()
+        if failure:
+            raise failure[0]
+        return outcome[0]
 
     async def _watch_start(self, call: anyio.CancelScope, idle: float, hard: float) -> None:
         """Beside the first call to a new 2026-07-28 stdio process: ask ``server/discover`` (written just
