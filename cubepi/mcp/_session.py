@@ -23,6 +23,7 @@ import anyio.lowlevel
 from ..errors import MCPError, MCPTimeoutError, UserError
 from ..tools import ToolUpdate, UpdateCallback
 from . import _errors
+from ._http import recording_status
 from ._input import missing_input_hint
 from ._process import ProcessInfo
 from ._stderr import StderrCapture
@@ -298,8 +299,6 @@ class Session:
         from mcp.client._input_required import run_input_required_driver
         from mcp.client.session import ClientRequestContext
         from mcp.shared.exceptions import MCPError as SdkError
-
-        from ._http import recording_status
 
         client = self.client
         self.attempt.phase = "call"
