@@ -4,6 +4,8 @@
 agent = Agent(provider=FauxProvider(["hello"]), model=Model(id="faux", provider="faux"), tools=tools)
 unsubscribe = agent.subscribe(lambda e, s=None: print(e.type))
 answer = await agent.prompt("Say hello.")
+async for event in agent.stream("Again."):   # the same events, as an async iterator
+    ...
 ```
 """
 
@@ -16,6 +18,7 @@ from ._events import (
     AgentStart,
     MessageEnd,
     MessageStart,
+    MessageUpdate,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -45,6 +48,7 @@ __all__ = [
     "Listener",
     "MessageEnd",
     "MessageStart",
+    "MessageUpdate",
     "ReplaceArguments",
     "ToolCallContext",
     "ToolExecutionEnd",

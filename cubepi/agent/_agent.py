@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import inspect
+import math
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
@@ -18,14 +19,19 @@ from .._calling import lending_elicitation
 from ..errors import UserError
 from ..providers import (
     AssistantMessage,
+    CompletingProvider,
     Message,
+    MessageBuilder,
     Model,
     Provider,
     ProviderRequest,
     ToolCall,
     ToolResultMessage,
+    Usage,
     UserMessage,
+    stream_response,
 )
+from ..providers._messages import ABORTED
 from ..tools import (
     AgentTool,
     AgentToolResult,
@@ -42,6 +48,7 @@ from ._events import (
     AgentStart,
     MessageEnd,
     MessageStart,
+    MessageUpdate,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -104,9 +111,11 @@ def _arity_one(listener: Callable[..., Any]) -> bool:
 class Agent:
     """An LLM with tools: `await agent.prompt(text)` runs turns until the model stops calling tools.
 
-    Each turn sends the transcript to `provider`; the tool calls of one response run concurrently, each
-    in its own task. An unknown tool, arguments that fail validation, a blocked or refused call, and an
-    exception raised by a tool all become error results the model reads; the loop goes on.
+    Each turn streams the model's response from `provider` (`MessageUpdate` events as it is written); the
+    tool calls of one response run concurrently, each in its own task. `agent.abort()` stops a prompt,
+    mid-stream or mid-call, and leaves a transcript the next `prompt` can send. An unknown tool, arguments
+    that fail validation, a blocked or refused call, and an exception raised by a tool all become error
+    results the model reads; the loop goes on.
 
     - `before_tool_call(ctx)` runs before validation and may return `BlockCall(reason)` or
       `ReplaceArguments(arguments)`.
@@ -125,7 +134,7 @@ class Agent:
 
     def __init__(
         self,
-        provider: Provider,
+        provider: Provider | CompletingProvider,
         model: Model,
         tools: Sequence[AgentTool] = (),
         system_prompt: str | None = None,
@@ -158,6 +167,8 @@ class Agent:
         self.elicitation_callback = elicitation_callback
         self._state = AgentState(model=model, tools=tools, system_prompt=system_prompt)
         self._listeners: list[tuple[Callable[..., Any], bool]] = []
+        self._abort_scope: anyio.CancelScope | None = None
+        self._streaming: AssistantMessage | None = None
 
     def __repr__(self) -> str:
         return (
@@ -230,30 +241,144 @@ class Agent:
     # -- the loop ------------------------------------------------------------------------------------------
 
     async def prompt(self, text: str | Sequence[Content]) -> AssistantMessage:
-        """Add a user message and run turns until the model answers without tool calls; return that answer."""
+        """Add a user message and run turns until the model answers without tool calls; return that answer.
+
+        After `abort`, returns the last response instead (``answer.aborted`` when its stream was stopped).
+        """
         if self._state.is_running:
             raise UserError("this agent is already running a prompt; await it before prompting again")
         content: list[Content] = [TextContent(text)] if isinstance(text, str) else list(text)
         start = len(self.messages)
         self._state.is_running = True
+        self._streaming = None
         try:
             await self._emit(AgentStart())
+            final: AssistantMessage | None = None
             try:
-                final = await self._run(UserMessage(content=content))
+                with anyio.CancelScope() as scope:
+                    self._abort_scope = scope
+                    final = await self._run(UserMessage(content=content))
             except Exception as exc:
-                await self._emit(AgentEnd(messages=self.messages[start:], error=exc))
+                await self._emit(AgentEnd(self.messages[start:], error=exc, usage=self._usage(start)))
                 raise
-            await self._emit(AgentEnd(messages=self.messages[start:]))
+            finally:
+                self._abort_scope = None
+            aborted = final is None
+            if final is None:
+                final = await self._end_aborted(start)
+            await self._emit(AgentEnd(self.messages[start:], usage=self._usage(start), aborted=aborted))
             return final
         finally:
             self._state.is_running = False
             self._state.turn = 0
             self._state.running_tool_calls.clear()
 
-    async def _append(self, message: Message) -> None:
-        await self._emit(MessageStart(message))
+    async def stream(self, text: str | Sequence[Content]) -> AsyncIterator[AgentEvent]:
+        """Run `prompt(text)` and yield its events as they happen (the ones listeners get).
+
+        An error of the prompt is raised after its `AgentEnd`. Leaving the loop early cancels the prompt
+        once the iterator is closed (``async with contextlib.aclosing(agent.stream(...))``).
+        """
+        send, receive = anyio.create_memory_object_stream[AgentEvent](math.inf)
+        failures: list[Exception] = []
+
+        async def run() -> None:
+            with send:
+                try:
+                    await self.prompt(text)
+                except Exception as exc:
+                    failures.append(exc)
+
+        unsubscribe = self.subscribe(send.send_nowait)
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(run, name="cubepi agent prompt")
+                with receive:
+                    async for event in receive:
+                        yield event
+        finally:
+            unsubscribe()
+        if failures:
+            raise failures[0]
+
+    def abort(self) -> None:
+        """Stop the running prompt (no-op when idle): a streaming response stops where it is and joins the
+        transcript marked aborted, its finished tool calls answered by error results and its unfinished
+        ones dropped; running tool calls are cancelled. `prompt` then returns. Call it from the event loop
+        (a listener, or another task)."""
+        if self._abort_scope is not None:
+            self._abort_scope.cancel()
+
+    def _usage(self, start: int) -> Usage:
+        total = Usage()
+        for message in self.messages[start:]:
+            if isinstance(message, AssistantMessage) and message.usage is not None:
+                total += message.usage
+        return total
+
+    async def _end_aborted(self, start: int) -> AssistantMessage:
+        """The events that close an aborted prompt's response and turn; the answer `prompt` returns."""
+        if self._streaming is not None:
+            await self._emit(MessageEnd(self._streaming))
+        added = self.messages[start:]
+        position = next(
+            (i for i in range(len(added) - 1, -1, -1) if isinstance(added[i], AssistantMessage)), None
+        )
+        if position is None:
+            answer = AssistantMessage(stop_reason=ABORTED, model=self.model.id)
+            results: list[ToolResultMessage] = []
+        else:
+            answer = cast(AssistantMessage, added[position])
+            results = [m for m in added[position + 1 :] if isinstance(m, ToolResultMessage)]
+        if self._state.turn:
+            await self._emit(TurnEnd(self._state.turn, answer, results))
+        return answer
+
+    async def _append(self, *messages: Message) -> None:
+        """Add `messages` with their events; all of them join the transcript even if a listener fails."""
+        added = 0
+        try:
+            for message in messages:
+                await self._emit(MessageStart(message))
+                self.messages.append(message)
+                added += 1
+                await self._emit(MessageEnd(message))
+        except BaseException:
+            self.messages.extend(messages[added:])
+            raise
+
+    async def _respond(self, request: ProviderRequest) -> AssistantMessage:
+        """Stream the provider's answer to `request` into the transcript, one `MessageUpdate` a delta.
+
+        Stopped (abort, cancellation) or failed mid-stream, the partial answer still joins the transcript
+        (a failed one only if it holds something): its text is kept, calls still forming are dropped,
+        finished calls get error results.
+        """
+        builder = MessageBuilder(model=self.model.id)
+        message = self._streaming = builder.message
+        deltas = stream_response(self.provider, request)
+        try:
+            await self._emit(MessageStart(message))
+            async for delta in deltas:
+                builder.apply(delta)
+                await self._emit(MessageUpdate(delta, message))
+        except BaseException as exc:
+            cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+            builder.interrupt(ABORTED if cancelled else "error")
+            if cancelled or message.content or message.thinking or message.tool_calls:
+                self.messages.append(message)
+            if not cancelled:
+                self._streaming = None
+            why = "the response was stopped" if cancelled else f"the response failed ({type(exc).__name__})"
+            self._settle(message.tool_calls, [None] * len(message.tool_calls), why)
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await deltas.aclose()
         self.messages.append(message)
+        self._streaming = None
         await self._emit(MessageEnd(message))
+        return message
 
     async def _run(self, user: UserMessage) -> AssistantMessage:
         pending: Message | None = user
@@ -277,11 +402,9 @@ class Agent:
                 tools=self.tools,
                 system_prompt=self.system_prompt,
             )
-            answer = await self.provider.complete(request)
-            await self._append(answer)
+            answer = await self._respond(request)
             results = await self._run_tool_calls(answer) if answer.tool_calls else []
-            for message in results:
-                await self._append(message)
+            await self._append(*results)
             await self._emit(TurnEnd(turn, answer, results))
             if not answer.tool_calls:
                 return answer

@@ -4,7 +4,7 @@
 AgentStart
   TurnStart(1)
     MessageStart/MessageEnd(UserMessage)
-    MessageStart/MessageEnd(AssistantMessage)
+    MessageStart MessageUpdate* MessageEnd(AssistantMessage)             (one update per streamed delta)
     ToolExecutionStart ... ToolExecutionUpdate* ToolInputRequested* ... ToolExecutionEnd   (per call; overlap)
     MessageStart/MessageEnd(ToolResultMessage)                          (per call, in call order)
   TurnEnd(1)
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from ..providers import AssistantMessage, Message, ToolResultMessage
+from ..providers import AssistantMessage, Delta, Message, ToolResultMessage, Usage
 from ..tools import AgentToolResult, ToolUpdate
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "AgentStart",
     "MessageEnd",
     "MessageStart",
+    "MessageUpdate",
     "ToolExecutionEnd",
     "ToolExecutionStart",
     "ToolExecutionUpdate",
@@ -45,10 +46,13 @@ class AgentStart:
 
 @dataclass(frozen=True)
 class AgentEnd:
-    """`prompt` finished: `messages` are the ones this prompt added; `error` is set when it failed."""
+    """`prompt` finished: `messages` are the ones this prompt added; `error` is set when it failed,
+    `aborted` when `Agent.abort` stopped it; `usage` sums the usage of this prompt's responses."""
 
     messages: list[Message] = field(default_factory=list)
     error: BaseException | None = None
+    usage: Usage = field(default_factory=Usage)
+    aborted: bool = False
     type: Literal["agent_end"] = "agent_end"
 
 
@@ -72,10 +76,24 @@ class TurnEnd:
 
 @dataclass(frozen=True)
 class MessageStart:
-    """A message is about to join the transcript (responses are not streamed: its end follows at once)."""
+    """A message began: a user or tool result message about to join the transcript, or a response about to
+    stream (`message` is then the live `AssistantMessage`, empty for now, that grows with each update)."""
 
     message: Message
     type: Literal["message_start"] = "message_start"
+
+
+@dataclass(frozen=True)
+class MessageUpdate:
+    """A response streamed one more `delta`; `message` is the response so far (the same live object).
+
+    Tool calls join ``message.tool_calls`` once they finished forming; before that their name comes in a
+    `ToolCallStart` delta and their arguments in `ToolCallArgumentsDelta` fragments.
+    """
+
+    delta: Delta
+    message: AssistantMessage
+    type: Literal["message_update"] = "message_update"
 
 
 @dataclass(frozen=True)
@@ -138,6 +156,7 @@ AgentEvent: TypeAlias = (
     | TurnStart
     | TurnEnd
     | MessageStart
+    | MessageUpdate
     | MessageEnd
     | ToolExecutionStart
     | ToolExecutionUpdate

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import UserError
 from ..tools import AgentTool
 from ._messages import AssistantMessage, Message
+from ._stream import Delta, deltas_of
 
-__all__ = ["Model", "Provider", "ProviderRequest"]
+__all__ = ["CompletingProvider", "Model", "Provider", "ProviderRequest", "stream_response"]
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,10 @@ class ProviderRequest:
 
 
 @runtime_checkable
-class Provider(Protocol):
-    """Anything that answers a `ProviderRequest` with an `AssistantMessage`.
+class CompletingProvider(Protocol):
+    """Anything that answers a `ProviderRequest` with a whole `AssistantMessage` (no streaming).
 
-    `name` is matched against `Model.provider`. Errors of the API (authentication, rate limits) raise
-    the SDK's own exceptions; a provider never swallows them.
+    The agent streams such a provider's answer as the deltas of the whole message.
     """
 
     name: str
@@ -50,6 +50,39 @@ class Provider(Protocol):
     async def complete(self, request: ProviderRequest) -> AssistantMessage:
         """Send the request and return the model's answer."""
         ...
+
+
+@runtime_checkable
+class Provider(CompletingProvider, Protocol):
+    """A provider that streams: `stream(request)` yields the answer's deltas as the API sends them.
+
+    `name` is matched against `Model.provider`. Errors of the API (authentication, rate limits, an
+    error event or a dropped connection mid-stream) raise the SDK's own exceptions; a provider never
+    swallows them. Closing the iterator early (``aclose()``) closes the response.
+    """
+
+    def stream(self, request: ProviderRequest) -> AsyncIterator[Delta]:
+        """Send the request and yield the deltas of the model's answer."""
+        ...
+
+
+async def stream_response(
+    provider: Provider | CompletingProvider, request: ProviderRequest
+) -> AsyncGenerator[Delta, None]:
+    """The deltas of `provider`'s answer: its own stream, or its whole answer as one delta sequence."""
+    if isinstance(provider, Provider):
+        deltas = provider.stream(request)
+        try:
+            async for delta in deltas:
+                yield delta
+        finally:
+            close = getattr(deltas, "aclose", None)
+            if close is not None:
+                await close()
+        return
+    message = await provider.complete(request)
+    for delta in deltas_of(message):
+        yield delta
 
 
 def sdk_client(

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TypeAlias
+
+import anyio.lowlevel
 
 from ..errors import UserError
 from ..tools import TextContent
 from ._base import ProviderRequest
 from ._messages import AssistantMessage, ToolCall
+from ._stream import Delta, deltas_of
 
 __all__ = ["FauxProvider", "FauxReply"]
 
@@ -28,7 +31,8 @@ class FauxProvider:
     `ProviderRequest` and returns (or awaits to) one of those. A single callable instead of a list answers
     every request; a single `str`, `AssistantMessage` or `ToolCall` is a script of that one answer. Running
     past the end of a script raises `UserError`. Every request is kept in `requests`. Use it with
-    ``Model(id=..., provider="faux")``.
+    ``Model(id=..., provider="faux")``. `stream` sends an answer in pieces, as a model would: text and
+    thinking word by word, arguments a few characters at a time.
     """
 
     name = "faux"
@@ -60,6 +64,13 @@ class FauxProvider:
         if self._responder is not None:
             return f"FauxProvider(responder={self._responder!r})"
         return f"FauxProvider({self._position}/{len(self._steps)} replies used)"
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[Delta]:
+        """The next scripted answer, in pieces."""
+        message = await self.complete(request)
+        for delta in deltas_of(message, pieces=True):
+            await anyio.lowlevel.checkpoint()
+            yield delta
 
     async def complete(self, request: ProviderRequest) -> AssistantMessage:
         """The next scripted answer."""
@@ -100,6 +111,7 @@ class FauxProvider:
             stop_reason=message.stop_reason or ("tool_use" if calls else "end_turn"),
             model=message.model or request.model.id,
             usage=message.usage,
+            thinking=list(message.thinking),
         )
 
 

@@ -10,7 +10,16 @@ from typing import Any, Literal, TypeAlias
 
 from ..tools import AgentToolResult, Content, ImageContent, TextContent
 
-__all__ = ["AssistantMessage", "Message", "ToolCall", "ToolResultMessage", "Usage", "UserMessage"]
+__all__ = [
+    "AssistantMessage",
+    "Message",
+    "RedactedThinking",
+    "Thinking",
+    "ToolCall",
+    "ToolResultMessage",
+    "Usage",
+    "UserMessage",
+]
 
 
 def _join_text(content: list[Content] | list[TextContent]) -> str:
@@ -52,18 +61,60 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens a response consumed, as the provider reported them."""
+    """Tokens a response consumed, as the provider reported them (0 where it reported nothing).
+
+    `cache_read_tokens` / `cache_write_tokens` are prompt-cache reads and writes (Anthropic's
+    ``cache_read_input_tokens`` / ``cache_creation_input_tokens``, OpenAI's ``cached_tokens``). Usages add up
+    with ``+``.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """A thinking block of the model (Anthropic extended thinking), kept to be sent back unchanged.
+
+    `signature` is what the API signed the block with; a block whose stream stopped before its signature
+    arrived has none and is not sent back.
+    """
+
+    thinking: str
+    signature: str | None = None
+    type: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True)
+class RedactedThinking:
+    """A thinking block the API sent encrypted (`data`), kept to be sent back unchanged."""
+
+    data: str
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+
+
+ABORTED = "aborted"
+"""The `stop_reason` of a response that was stopped mid-stream (`Agent.abort`, or `prompt` cancelled)."""
 
 
 @dataclass
 class AssistantMessage:
-    """What the model answered: text blocks and the tool calls it wants run.
+    """What the model answered: its thinking, text blocks and the tool calls it wants run.
 
     `stop_reason` is the provider's own word for why it stopped (``end_turn``, ``tool_use``, ``stop``,
-    ``tool_calls``, ...); `model` the model id the provider reported.
+    ``tool_calls``, ...), ``"aborted"`` for a response stopped mid-stream and ``"error"`` for one a failure
+    ended; `model` the model id the provider reported; `usage` the tokens the API reported for it.
+    While a response streams, the agent's events carry this message as it grows.
     """
 
     content: list[TextContent] = field(default_factory=list)
@@ -71,12 +122,18 @@ class AssistantMessage:
     stop_reason: str | None = None
     model: str | None = None
     usage: Usage | None = None
+    thinking: list[Thinking | RedactedThinking] = field(default_factory=list)
     role: Literal["assistant"] = "assistant"
 
     @property
     def text(self) -> str:
         """The text blocks joined by newlines."""
         return _join_text(self.content)
+
+    @property
+    def aborted(self) -> bool:
+        """Whether the response was stopped mid-stream (`Agent.abort`, or its `prompt` cancelled)."""
+        return self.stop_reason == ABORTED
 
 
 @dataclass

@@ -9,13 +9,22 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..tools import Content, ImageContent, TextContent
 from ._base import ProviderRequest, sdk_client
 from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
+from ._stream import (
+    Delta,
+    StopDelta,
+    TextDelta,
+    ToolCallArgumentsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    UsageDelta,
+)
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -84,6 +93,81 @@ class OpenAIProvider:
         """Send `request` to ``chat.completions.create`` and translate the first choice."""
         response = await self._client.chat.completions.create(**self.build_request(request))
         return from_openai_completion(response)
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[Delta]:
+        """Send `request` with ``stream=True`` (usage included) and translate the chunks as they arrive."""
+        chunks = await self._client.chat.completions.create(
+            **self.build_request(request), stream=True, stream_options={"include_usage": True}
+        )
+        async with chunks:
+            translator = OpenAIStream()
+            async for chunk in chunks:
+                for delta in translator.feed(chunk):
+                    yield delta
+            for delta in translator.finish():
+                yield delta
+
+
+class OpenAIStream:
+    """Turns Chat Completions chunks (SDK objects or their JSON) into deltas, one chunk at a time.
+
+    Tool calls finish forming when the choice's ``finish_reason`` arrives; `finish` ends the response.
+    """
+
+    def __init__(self) -> None:
+        self.model: str | None = None
+        self.stop_reason: str | None = None
+        self._calls: dict[int, tuple[str, str, list[str]]] = {}
+
+    def feed(self, chunk: Any) -> Iterator[Delta]:
+        """The deltas of one chunk (only the first choice is read)."""
+        data: dict[str, Any] = chunk if isinstance(chunk, dict) else chunk.model_dump(mode="json")
+        self.model = data.get("model") or self.model
+        for choice in data.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                yield TextDelta(delta["content"])
+            for item in delta.get("tool_calls") or []:
+                yield from self._tool_call(item)
+            if choice.get("finish_reason"):
+                self.stop_reason = choice["finish_reason"]
+                yield from self._end_calls()
+        usage = data.get("usage")
+        if usage:
+            yield UsageDelta(_usage(usage))
+
+    def _tool_call(self, item: Mapping[str, Any]) -> Iterator[Delta]:
+        index = item.get("index", 0)
+        function = item.get("function") or {}
+        if index not in self._calls:
+            call_id = item.get("id") or f"call_{index}"
+            self._calls[index] = (call_id, function.get("name") or "", [])
+            yield ToolCallStart(call_id, function.get("name") or "")
+        call_id, _, fragments = self._calls[index]
+        if function.get("arguments"):
+            fragments.append(function["arguments"])
+            yield ToolCallArgumentsDelta(call_id, function["arguments"])
+
+    def _end_calls(self) -> Iterator[Delta]:
+        for call_id, name, fragments in self._calls.values():
+            yield ToolCallEnd(_decode_arguments(call_id, name, "".join(fragments)))
+        self._calls.clear()
+
+    def finish(self) -> Iterator[Delta]:
+        """The deltas that end the response once the chunks ran out."""
+        yield from self._end_calls()
+        yield StopDelta(self.stop_reason, self.model)
+
+
+def _usage(usage: Mapping[str, Any]) -> Usage:
+    details = usage.get("prompt_tokens_details") or {}
+    return Usage(
+        usage.get("prompt_tokens") or 0,
+        usage.get("completion_tokens") or 0,
+        cache_read_tokens=details.get("cached_tokens") or 0,
+    )
 
 
 def _user_part(block: Content) -> dict[str, Any]:
@@ -156,11 +240,11 @@ def from_openai_completion(response: Any) -> AssistantMessage:
         for item in message.get("tool_calls") or []
         if item.get("type", "function") == "function"
     ]
-    usage = data.get("usage") or {}
+    usage = data.get("usage")
     return AssistantMessage(
         content=text,
         tool_calls=calls,
         stop_reason=choice.get("finish_reason"),
         model=data.get("model"),
-        usage=Usage(usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0) if usage else None,
+        usage=_usage(usage) if usage else None,
     )

@@ -29,6 +29,7 @@ from cubepi.agent import (
     BlockCall,
     MessageEnd,
     MessageStart,
+    MessageUpdate,
     ReplaceArguments,
     ToolCallContext,
     ToolExecutionEnd,
@@ -411,7 +412,10 @@ async def test_events_in_order_with_updates_and_state() -> None:
     agent.subscribe(listener)
     await agent.prompt("go")
     kinds = [
-        e.type + (f":{e.message.role}" if isinstance(e, (MessageStart, MessageEnd)) else "") for e in events
+        e.type
+        + (f":{e.message.role}" if isinstance(e, (MessageStart, MessageEnd)) else "")
+        + (f":{e.delta.type}" if isinstance(e, MessageUpdate) else "")
+        for e in events
     ]
     assert kinds == [
         "agent_start",
@@ -419,6 +423,10 @@ async def test_events_in_order_with_updates_and_state() -> None:
         "message_start:user",
         "message_end:user",
         "message_start:assistant",
+        "message_update:tool_call_start",
+        "message_update:tool_call_arguments",
+        "message_update:tool_call_end",
+        "message_update:stop",
         "message_end:assistant",
         "tool_execution_start",
         "tool_execution_update",
@@ -428,6 +436,8 @@ async def test_events_in_order_with_updates_and_state() -> None:
         "turn_end",
         "turn_start",
         "message_start:assistant",
+        "message_update:text_delta",
+        "message_update:stop",
         "message_end:assistant",
         "turn_end",
         "agent_end",

@@ -1,4 +1,5 @@
-"""A fake HTTP API for the official SDKs: an httpx2 MockTransport that records requests and replays JSON.
+"""A fake HTTP API for the official SDKs: an httpx2 MockTransport that records requests and replays JSON
+(as the API's event stream when the request asks to stream).
 
 `serve(api)` puts the same fake on a real port of 127.0.0.1, for a program running in another process.
 """
@@ -13,6 +14,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx2
+from _wire import stream_body
 from conftest import plain_http_server
 
 
@@ -28,7 +30,14 @@ class FakeAPI:
         self.requests.append(request)
         if not self.replies:
             return httpx2.Response(500, json={"error": "no more scripted replies"})
-        return httpx2.Response(self.status, json=self.replies.pop(0))
+        reply = self.replies.pop(0)
+        if self.status == 200 and json.loads(request.content).get("stream"):
+            return httpx2.Response(
+                200,
+                headers={"Content-Type": "text/event-stream"},
+                content=stream_body(request.url.path, reply),
+            )
+        return httpx2.Response(self.status, json=reply)
 
     def client(self) -> httpx2.AsyncClient:
         return httpx2.AsyncClient(transport=httpx2.MockTransport(self.handler))
@@ -56,7 +65,7 @@ def serve(api: FakeAPI) -> Iterator[str]:
             )
             response = api.handler(request)
             self.send_response(response.status_code)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", response.headers.get("Content-Type", "application/json"))
             self.send_header("Content-Length", str(len(response.content)))
             self.end_headers()
             self.wfile.write(response.content)

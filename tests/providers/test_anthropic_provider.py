@@ -95,6 +95,7 @@ async def test_a_tool_round_trip_sends_exact_requests() -> None:
         "system": "Be brief.",
         "messages": [{"role": "user", "content": [{"type": "text", "text": "List files in /tmp/sandbox."}]}],
         "tools": [list_files.to_anthropic(), screenshot.to_anthropic()],
+        "stream": True,
     }
     tool_def = body1["tools"][0]
     assert tool_def["name"] == "list_files" and tool_def["description"] == "List the files in a folder."

@@ -111,6 +111,8 @@ async def test_a_tool_round_trip_sends_exact_requests_and_replaces_images() -> N
             {"role": "user", "content": "List files in /tmp/sandbox."},
         ],
         "tools": [list_files.to_openai(), screenshot.to_openai()],
+        "stream": True,
+        "stream_options": {"include_usage": True},
     }
     function = body1["tools"][0]["function"]
     assert body1["tools"][0]["type"] == "function" and function["name"] == "list_files"
