@@ -294,8 +294,12 @@ class Agent:
             async with anyio.create_task_group() as group:
                 group.start_soon(run, name="cubepi agent prompt")
                 with receive:
-                    async for event in receive:
-                        yield event
+                    try:
+                        async for event in receive:
+                            yield event
+                    except GeneratorExit:  # closed early: the prompt is cancelled, then the stream ends
+                        group.cancel_scope.cancel()
+                        return
         finally:
             unsubscribe()
         if failures:
