@@ -1,7 +1,8 @@
 """An agent loop with no network and no API key: FauxProvider plays the model.
 
 Runs as written (``python examples/agent_offline.py``); swap the provider for ``AnthropicProvider`` or
-``OpenAIProvider`` and the model for a real one, and the rest stays the same.
+``OpenAIProvider`` and the model for a real one, and the rest stays the same. The answer is printed as it
+streams, piece by piece (FauxProvider streams its script word by word, as a model would).
 """
 
 from __future__ import annotations
@@ -9,8 +10,16 @@ from __future__ import annotations
 import anyio
 
 from cubepi import tool
-from cubepi.agent import Agent, AgentEvent, AgentState, BlockCall, ToolCallContext
-from cubepi.providers import FauxProvider, Model, ProviderRequest, ToolCall, ToolResultMessage
+from cubepi.agent import (
+    Agent,
+    AgentEnd,
+    BlockCall,
+    MessageEnd,
+    MessageUpdate,
+    ToolCallContext,
+    ToolExecutionEnd,
+)
+from cubepi.providers import FauxProvider, Model, ProviderRequest, TextDelta, ToolCall, ToolResultMessage
 
 
 @tool
@@ -51,11 +60,6 @@ def approve(ctx: ToolCallContext) -> bool:
     return False
 
 
-def show(event: AgentEvent, state: AgentState | None = None) -> None:
-    if event.type in ("turn_start", "tool_execution_end"):
-        print(f"  [{event.type}] turn {state.turn if state else '?'}")
-
-
 async def main() -> None:
     model = FauxProvider(
         [
@@ -78,11 +82,16 @@ async def main() -> None:
         before_tool_call=before,
         approve=approve,
     )
-    unsubscribe = agent.subscribe(show)
-    answer = await agent.prompt("Add 2 and 40, check the weather in Paris and Atlantis, delete /etc/hosts.")
-    unsubscribe()
-    print(answer.text)
-    print(f"({len(agent.messages)} messages in the transcript)")
+    question = "Add 2 and 40, check the weather in Paris and Atlantis, delete /etc/hosts."
+    async for event in agent.stream(question):  # or agent.subscribe(listener) + await agent.prompt(question)
+        if isinstance(event, MessageUpdate) and isinstance(event.delta, TextDelta):
+            print(event.delta.text, end="", flush=True)  # the answer, as it is written
+        elif isinstance(event, MessageEnd) and event.message.role == "assistant" and event.message.text:
+            print()
+        elif isinstance(event, ToolExecutionEnd):
+            print(f"  [{event.tool_name}] {'error' if event.is_error else 'ok'}")
+        elif isinstance(event, AgentEnd):
+            print(f"({len(event.messages)} messages added to the transcript)")
 
 
 if __name__ == "__main__":

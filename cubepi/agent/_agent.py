@@ -252,11 +252,11 @@ class Agent:
         self._state.is_running = True
         self._streaming = None
         try:
-            await self._emit(AgentStart())
             final: AssistantMessage | None = None
             try:
                 with anyio.CancelScope() as scope:
                     self._abort_scope = scope
+                    await self._emit(AgentStart())
                     final = await self._run(UserMessage(content=content))
             except Exception as exc:
                 await self._emit(AgentEnd(self.messages[start:], error=exc, usage=self._usage(start)))

@@ -19,7 +19,21 @@ def load(name: str) -> ModuleType:
     return module
 
 
-async def test_offline_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    await load("agent_offline").main()
+async def test_offline_example_runs_and_prints_the_answer_as_it_streams(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    example = load("agent_offline")
+    pieces: list[str] = []
+    real_print = print
+
+    def recording_print(*args: object, **kwargs: object) -> None:
+        if kwargs.get("end") == "":
+            pieces.append(str(args[0]))
+        real_print(*args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(example, "print", recording_print, raising=False)
+    await example.main()
     out = capsys.readouterr().out
     assert "- add: 42" in out and "blocked: Atlantis is not on the map" in out and "was refused" in out
+    assert len(pieces) > 10 and "".join(pieces).startswith("Here is what I found:\n- add: 42")
+    assert out.count("Here is what I found:") == 1 and "(7 messages added to the transcript)" in out
