@@ -279,8 +279,11 @@ class Agent:
         An error of the prompt is raised after its `AgentEnd`. Leaving the loop early cancels the prompt
         once the iterator is closed (``async with contextlib.aclosing(agent.stream(...))``).
         """
+        if self._state.is_running:
+            raise UserError("this agent is already running a prompt; await it before prompting again")
         send, receive = anyio.create_memory_object_stream[AgentEvent](math.inf)
         failures: list[Exception] = []
+        unsubscribe = self.subscribe(send.send_nowait)
 
         async def run() -> None:
             with send:
@@ -288,8 +291,9 @@ class Agent:
                     await self.prompt(text)
                 except Exception as exc:
                     failures.append(exc)
+                finally:
+                    unsubscribe()
 
-        unsubscribe = self.subscribe(send.send_nowait)
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(run, name="cubepi agent prompt")

@@ -7,7 +7,7 @@ from contextlib import aclosing
 import anyio
 import pytest
 
-from cubepi import tool
+from cubepi import UserError, tool
 from cubepi.agent import (
     Agent,
     AgentEnd,
@@ -99,6 +99,32 @@ async def test_stream_yields_the_same_events_as_a_listener() -> None:
     assert streamed == heard and streamed[0].type == "agent_start" and isinstance(streamed[-1], AgentEnd)
     assert isinstance(agent.messages[-1], AssistantMessage) and agent.messages[-1].text == "Final words here."
     assert len(agent._listeners) == 1  # the stream's own listener is gone
+
+
+async def test_a_stream_while_a_prompt_runs_is_refused_and_hears_nothing_of_it() -> None:
+    gate = anyio.Event()
+
+    async def slow(request: ProviderRequest) -> str:
+        await gate.wait()
+        return "first"
+
+    agent = agent_with(slow)
+    async with anyio.create_task_group() as group:
+        group.start_soon(agent.prompt, "one")
+        await wait_until_running(agent)
+        with pytest.raises(UserError, match="already running"):
+            async for _ in agent.stream("two"):
+                pass
+        gate.set()
+    assert len(agent._listeners) == 0 and agent.messages[-1].text == "first"
+
+
+async def wait_until_running(agent: Agent) -> None:
+    started = anyio.Event()
+    unsubscribe = agent.subscribe(lambda e: started.set())
+    if not agent.state.is_running:
+        await started.wait()
+    unsubscribe()
 
 
 async def test_stream_raises_the_prompt_error_after_agent_end() -> None:
