@@ -7,12 +7,14 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+import anyio
+
 from ..errors import UserError
 from ..tools import AgentTool
 from ._messages import AssistantMessage, Message
 from ._stream import Delta, deltas_of
 
-__all__ = ["CompletingProvider", "Model", "Provider", "ProviderRequest", "stream_response"]
+__all__ = ["CompletingProvider", "Model", "Provider", "ProviderRequest", "close_shielded", "stream_response"]
 
 
 @dataclass(frozen=True)
@@ -103,3 +105,9 @@ def sdk_client(
             f'the {module!r} package is needed for this provider: pip install "cubepi[{module}]"'
         ) from exc
     return getattr(sdk, client_class)(api_key=api_key, base_url=base_url)
+
+
+async def close_shielded(stream: Any) -> None:
+    """Close an SDK stream (its HTTP response) even while the task is being cancelled."""
+    with anyio.CancelScope(shield=True):
+        await stream.close()

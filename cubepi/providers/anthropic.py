@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..tools import Content, ImageContent, TextContent
-from ._base import ProviderRequest, sdk_client
+from ._base import ProviderRequest, close_shielded, sdk_client
 from ._messages import (
     AssistantMessage,
     Message,
@@ -107,11 +107,13 @@ class AnthropicProvider:
     async def stream(self, request: ProviderRequest) -> AsyncIterator[Delta]:
         """Send `request` to ``messages.create(stream=True)`` and translate its events as they arrive."""
         events = await self._client.messages.create(**self.build_request(request), stream=True)
-        async with events:
+        try:
             translator = AnthropicStream()
             async for event in events:
                 for delta in translator.feed(event):
                     yield delta
+        finally:
+            await close_shielded(events)
 
 
 def _usage(data: Mapping[str, Any] | None, previous: Usage) -> Usage:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..tools import Content, ImageContent, TextContent
-from ._base import ProviderRequest, sdk_client
+from ._base import ProviderRequest, close_shielded, sdk_client
 from ._messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
 from ._stream import (
     Delta,
@@ -99,13 +99,15 @@ class OpenAIProvider:
         chunks = await self._client.chat.completions.create(
             **self.build_request(request), stream=True, stream_options={"include_usage": True}
         )
-        async with chunks:
+        try:
             translator = OpenAIStream()
             async for chunk in chunks:
                 for delta in translator.feed(chunk):
                     yield delta
             for delta in translator.finish():
                 yield delta
+        finally:
+            await close_shielded(chunks)
 
 
 class OpenAIStream:

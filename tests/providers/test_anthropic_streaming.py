@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import httpx2
 import pytest
 from _wire import CUT, Hold, anthropic_event, anthropic_events, sse, stream_server
@@ -216,6 +218,25 @@ async def test_abort_mid_text_keeps_the_partial_answer_and_the_next_prompt_goes_
         {"role": "assistant", "content": [text("The f")]},
         {"role": "user", "content": [text("go on")]},
     ]
+
+
+async def test_abort_from_another_task_while_the_api_is_silent_closes_the_response(
+    client_for: Any, leaks: LeakChecker
+) -> None:
+    frames = anthropic_events(message([text("Never sent.")]))
+    script, hold = held_after(frames, 1)  # message_start only
+    with stream_server([script]) as server:
+        agent = Agent(AnthropicProvider(client=client_for(server.url)), MODEL)
+
+        async def abort_when_held() -> None:
+            assert await anyio.to_thread.run_sync(hold.reached.wait, 10)
+            agent.abort()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(abort_when_held)
+            answer = await agent.prompt("hi")
+    assert answer.aborted and answer.text == "" and answer.usage == Usage(10, 1)
+    assert agent.messages[-1] is answer
 
 
 async def test_abort_mid_arguments_runs_no_call_and_drops_the_unfinished_one(
