@@ -9,7 +9,15 @@ from _fakes import FakeAPI
 
 from cubepi import ImageContent, TextContent, UserError, tool
 from cubepi.agent import Agent
-from cubepi.providers import AnthropicProvider, AssistantMessage, Model, ToolResultMessage
+from cubepi.providers import (
+    AnthropicProvider,
+    AssistantMessage,
+    Model,
+    ProviderRequest,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 
 anthropic = pytest.importorskip("anthropic")
 
@@ -187,3 +195,11 @@ def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "anthropic", None)
     with pytest.raises(UserError, match=r'pip install "cubepi\[anthropic\]"'):
         AnthropicProvider(api_key="k")
+
+
+async def test_complete_still_answers_with_the_whole_message() -> None:
+    api = FakeAPI([TOOL_USE_REPLY])
+    request = ProviderRequest(model=MODEL, messages=[UserMessage.of("List files.")], tools=[list_files])
+    answer = await provider_for(api).complete(request)
+    assert answer.text == "I'll look." and [c.id for c in answer.tool_calls] == ["toolu_01A", "toolu_01B"]
+    assert answer.usage == Usage(472, 91) and "stream" not in api.bodies[0]

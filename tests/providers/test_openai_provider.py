@@ -10,7 +10,16 @@ from _fakes import FakeAPI
 
 from cubepi import ImageContent, TextContent, UserError, tool
 from cubepi.agent import Agent
-from cubepi.providers import AssistantMessage, Model, OpenAIProvider, ToolResultMessage, image_placeholder
+from cubepi.providers import (
+    AssistantMessage,
+    Model,
+    OpenAIProvider,
+    ProviderRequest,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    image_placeholder,
+)
 
 openai = pytest.importorskip("openai")
 
@@ -213,3 +222,11 @@ def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "openai", None)
     with pytest.raises(UserError, match=r'pip install "cubepi\[openai\]"'):
         OpenAIProvider(api_key="k")
+
+
+async def test_complete_still_answers_with_the_whole_message() -> None:
+    api = FakeAPI([TOOL_CALLS])
+    request = ProviderRequest(model=MODEL, messages=[UserMessage.of("List files.")], tools=[list_files])
+    answer = await provider_for(api).complete(request)
+    assert [c.name for c in answer.tool_calls] == ["list_files", "screenshot"]
+    assert answer.usage == Usage(82, 17) and "stream" not in api.bodies[0]
