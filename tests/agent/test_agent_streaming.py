@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextlib import aclosing
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from cubepi import UserError, tool
@@ -206,6 +207,7 @@ async def test_abort_while_a_tool_runs_cancels_it_and_prompt_returns() -> None:
     end = events[-1]
     assert isinstance(end, AgentEnd) and end.aborted and end.error is None
     assert isinstance(events[-2], TurnEnd) and events[-2].tool_results == [result]
+    assert isinstance(events[-3], ToolExecutionStart)  # no message_end: no response was streaming
     assert any(isinstance(e, ToolExecutionStart) for e in events)
     assert (await agent.prompt("again")).text == "next"
 
@@ -219,10 +221,33 @@ async def test_abort_before_anything_streamed_and_abort_when_idle() -> None:
             agent.abort()
 
     unsubscribe = agent.subscribe(listener)
+    events: list[AgentEvent] = []
+    unsubscribe_events = agent.subscribe(events.append)
     answer = await agent.prompt("go")
     unsubscribe()
+    unsubscribe_events()
     assert answer.aborted and answer.text == "" and answer is agent.messages[-1]
+    assert [e.type for e in events[-4:]] == ["message_start", "message_end", "turn_end", "agent_end"]
+    assert isinstance(events[-3], MessageEnd) and events[-3].message is answer
     assert (await agent.prompt("again")).text == "seen"
+
+
+async def test_abort_before_the_user_message_joined_returns_an_empty_aborted_answer() -> None:
+    agent = agent_with(["unused"])
+    events: list[AgentEvent] = []
+
+    async def listener(event: AgentEvent) -> None:
+        events.append(event)
+        if event.type == "turn_start":
+            agent.abort()
+            await anyio.lowlevel.checkpoint()
+
+    agent.subscribe(listener)
+    answer = await agent.prompt("go")
+    assert answer.aborted and answer.model == "faux" and agent.messages == []
+    assert [e.type for e in events] == ["agent_start", "turn_start", "turn_end", "agent_end"]
+    turn_end = events[2]
+    assert isinstance(turn_end, TurnEnd) and turn_end.message is answer and turn_end.tool_results == []
 
 
 async def test_a_provider_that_only_completes_streams_as_one_delta_sequence() -> None:
