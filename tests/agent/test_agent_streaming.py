@@ -312,3 +312,17 @@ async def test_tool_call_deltas_of_a_faux_reply_rebuild_the_call() -> None:
     assert "".join(fragments) == '{"text": "rebuild me"}' and ends == [
         ToolCall("c1", "note", {"text": "rebuild me"})
     ]
+
+
+async def test_a_listener_failing_on_a_tool_result_still_leaves_every_result_in_the_transcript() -> None:
+    agent = agent_with([[ToolCall("a", "note", {"text": "1"}), ToolCall("b", "note", {"text": "2"})], "x"])
+
+    def listener(event: AgentEvent) -> None:
+        if isinstance(event, MessageEnd) and isinstance(event.message, ToolResultMessage):
+            raise RuntimeError("listener bug")
+
+    agent.subscribe(listener)
+    with pytest.raises(RuntimeError, match="listener bug"):
+        await agent.prompt("go")
+    results = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
+    assert [(m.tool_call_id, m.text) for m in results] == [("a", "noted"), ("b", "noted")]
