@@ -207,7 +207,8 @@ async def test_abort_mid_text_keeps_the_partial_answer_and_the_next_prompt_goes_
         abort_on_first(agent, TextDelta)
         events = recorded(agent)
         answer = await agent.prompt("talk")
-        assert hold.reached.is_set() and not hold.released.is_set()  # the rest was never sent
+        # the rest was never sent
+        assert await anyio.to_thread.run_sync(hold.reached.wait, 10) and not hold.released.is_set()
         assert answer.aborted and answer.text == "The f" and answer is agent.messages[1]
         assert [e.type for e in events][-3:] == ["message_end", "turn_end", "agent_end"]
         assert isinstance(events[-1], AgentEnd) and events[-1].aborted
@@ -227,8 +228,11 @@ async def test_abort_from_another_task_while_the_api_is_silent_closes_the_respon
     script, hold = held_after(frames, 1)  # message_start only
     with stream_server([script]) as server:
         agent = Agent(AnthropicProvider(client=client_for(server.url)), MODEL)
+        started = anyio.Event()  # the client read message_start: it now waits for what the server holds
+        agent.subscribe(lambda event: started.set() if isinstance(event, MessageUpdate) else None)
 
         async def abort_when_held() -> None:
+            await started.wait()
             assert await anyio.to_thread.run_sync(hold.reached.wait, 10)
             agent.abort()
 

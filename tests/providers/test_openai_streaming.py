@@ -6,6 +6,8 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import httpx2
 import pytest
 from _wire import CUT, Hold, openai_chunks, sse, stream_server
@@ -146,7 +148,7 @@ async def test_abort_mid_arguments_runs_nothing_and_the_next_prompt_goes_on(
 
         agent.subscribe(listener)
         answer = await agent.prompt("check")
-        assert hold.reached.is_set() and not hold.released.is_set()
+        assert await anyio.to_thread.run_sync(hold.reached.wait, 10) and not hold.released.is_set()
         assert answer.aborted and answer.text == "Let me check." and answer.tool_calls == [] and ran == []
         again = await agent.prompt("go on")
     assert again.text == "All done." and ran == []
