@@ -162,12 +162,15 @@ def _readable(annotation: Any) -> Any:
 
 
 def _union(options: list[Any]) -> Any:
-    unique: list[Any] = []
+    """``A | B``, with the `Literal`s merged into one and ``int | float`` read as JSON Schema's number."""
+    literals = [option for option in options if typing.get_origin(option) is Literal]
+    values = [value for literal in literals for value in typing.get_args(literal)]
+    unique: list[Any] = [Literal[tuple(values)]] if values else []
     for option in options:
-        if option not in unique:
+        if typing.get_origin(option) is not Literal and option not in unique:
             unique.append(option)
     if int in unique and float in unique:
-        unique.remove(int)  # JSON Schema's "number": a person writes float
+        unique.remove(int)
     try:
         return functools.reduce(operator.or_, unique)
     except TypeError:
