@@ -104,10 +104,11 @@ def _function(tool: AgentTool, sync: bool) -> types.FunctionType:
     optional = [f"{name}=None" for name, field in fields.items() if not field.is_required()]
     parameters = ", ".join([_HOLDER, "/", *(["*"] if fields else []), *required, *optional])
     call = "await _cubepi_holder._cubepi_acall" if not sync else "_cubepi_holder._cubepi_call"
-    source = f"{'' if sync else 'async '}def function({parameters}):\n    return {call}(locals())\n"
+    source = f"{'' if sync else 'async '}def function({parameters}):\n    return {call}(_cubepi_locals())\n"
     filename = f"<cubepi function {tool.api_name} #{next(_SERIAL)}>"
     namespace: dict[str, Any] = {}
-    exec(compile(source, filename, "exec"), {"__name__": __name__}, namespace)
+    scope = {"__name__": __name__, "_cubepi_locals": locals}  # a parameter may be named `locals`
+    exec(compile(source, filename, "exec"), scope, namespace)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # for getsource
     function: types.FunctionType = namespace["function"]
     function.__name__ = function.__qualname__ = tool.api_name

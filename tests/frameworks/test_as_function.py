@@ -106,6 +106,16 @@ def shout(text: Annotated[str, Field(description="What to shout.")], times: int 
     return {"said": (text.upper() + "!") * times}
 
 
+@tool
+def scope(locals: str, function: str = "f") -> str:
+    """Names the generated function must not confuse with its own."""
+    return f"{locals}/{function}"
+
+
+def test_parameters_named_like_builtins() -> None:
+    assert scope.as_function(sync=True)(locals="l") == "l/f"
+
+
 def test_a_hand_written_tool_without_a_loop() -> None:
     function = shout.as_function(sync=True)
     assert str(inspect.signature(function)) == "(*, text: str, times: int = 1) -> str"
