@@ -3,6 +3,7 @@ sends to a real MCP server (tests/servers/recorder.py answers with the arguments
 
 from __future__ import annotations
 
+import copyreg
 import inspect
 import json
 import pickle
@@ -128,6 +129,23 @@ def test_a_hand_written_tool_without_a_loop() -> None:
 def test_a_tool_that_needs_approval_is_refused() -> None:
     with pytest.raises(UserError, match="needs approval"):
         shout.replace(needs_approval=True).as_function()
+
+
+def _shout_again() -> AgentTool:
+    return shout
+
+
+def test_the_function_travels_as_its_tool_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pickled, the function is its tool and its name: made picklable here (by reference), the tool
+    brings the function back, a real function again, bound to a holder of the tool."""
+    monkeypatch.setitem(copyreg.dispatch_table, type(shout), lambda _tool: (_shout_again, ()))
+    for sync in (True, False):
+        again = pickle.loads(pickle.dumps(shout.as_function(sync=sync)))
+        assert again.__name__ == "shout" and inspect.iscoroutinefunction(again) is not sync
+        assert str(inspect.signature(again)) == "(*, text: str, times: int = 1) -> str"
+    assert json.loads(again.__self__.__reduce__()[0](shout, True)._cubepi_function(text="a")) == {
+        "said": "A!"
+    }
 
 
 def test_the_function_pickles_whenever_the_tool_does() -> None:
