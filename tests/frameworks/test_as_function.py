@@ -16,7 +16,7 @@ from _recorder import recorder_tools
 from conftest import PYTHON, SERVERS
 from pydantic import BaseModel, Field
 
-from cubepi import AgentTool, ToolCallError, UserError, tool
+from cubepi import AgentTool, AgentToolResult, TextContent, ToolCallError, UserError, tool
 from cubepi.mcp import load_mcp_tools_stdio
 
 
@@ -111,6 +111,22 @@ def shout(text: Annotated[str, Field(description="What to shout.")], times: int 
 def scope(locals: str, function: str = "f") -> str:
     """Names the generated function must not confuse with its own."""
     return f"{locals}/{function}"
+
+
+@tool
+def report(kind: str, tags: list[str] = Field(default_factory=list)) -> AgentToolResult:  # noqa: B008
+    """Answers with text, structured content, or both."""
+    structured = {"kind": kind, "city": "Zürich"}
+    text = [TextContent(f"{kind} report")] if kind != "bare" else []
+    return AgentToolResult(content=text, details={"structuredContent": structured} if kind != "none" else {})
+
+
+def test_the_text_wins_over_structured_content_and_json_stays_readable() -> None:
+    function = report.as_function(sync=True)
+    assert inspect.signature(function).parameters["tags"].default == []  # a default factory, called
+    assert function(kind="full") == "full report"
+    assert function(kind="bare") == '{"kind": "bare", "city": "Zürich"}'
+    assert function(kind="none") == "none report"
 
 
 def test_parameters_named_like_builtins() -> None:
