@@ -65,6 +65,25 @@ def test_the_signature_reads_as_a_person_would_write_it() -> None:
     )
 
 
+def test_validator_wrappers_inside_containers_are_left_out_too() -> None:
+    from cubepi.mcp import StdioServer, make_mcp_agent_tool
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "counts": {"type": "array", "items": {"type": "integer"}},
+            "weights": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "mode": {"anyOf": [{"const": "fast"}, {"const": "slow"}, {"type": "integer"}]},
+        },
+        "required": ["counts", "weights", "mode"],
+    }
+    definition = {"name": "t", "inputSchema": schema}
+    function = make_mcp_agent_tool(definition, StdioServer("never-started")).as_function()
+    hints = typing.get_type_hints(function)
+    assert hints["counts"] == list[int] and hints["weights"] == dict[str, int]
+    assert hints["mode"] == Literal["fast", "slow"] | int
+
+
 async def test_a_call_sends_exactly_the_arguments_given_under_their_wire_names(
     recorder: dict[str, AgentTool],
 ) -> None:
