@@ -10,13 +10,17 @@ CubepiError
 ```
 
 A failure the *server* reports (`isError`) is never an exception: it is an `AgentToolResult` with
-`is_error=True` that a model can read. Only the function `tool.as_function()` gives raises it, as
-`ToolCallError`, because the frameworks that take functions turn exceptions into what their model reads.
+`is_error=True` that a model can read. The one exception is the function `tool.as_function()` returns: it
+raises `ToolCallError`, because the frameworks that take functions turn exceptions into what their model
+reads.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .tools import AgentToolResult
 
 __all__ = ["CubepiError", "MCPError", "MCPTimeoutError", "SchemaError", "ToolCallError", "UserError"]
 
@@ -42,7 +46,7 @@ class ToolCallError(CubepiError):
     arguments were refused. The message is the text the model should read; `result` is the whole
     `AgentToolResult`."""
 
-    def __init__(self, message: str, *, result: Any) -> None:
+    def __init__(self, message: str, *, result: AgentToolResult) -> None:
         super().__init__(message)
         self.result = result
 
