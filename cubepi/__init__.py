@@ -18,7 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .defer import DeferredCatalog, defer_tools
-from .errors import CubepiError, MCPError, MCPTimeoutError, SchemaError, UserError
+from .errors import CubepiError, MCPError, MCPTimeoutError, SchemaError, ToolCallError, UserError
 from .tools import AgentTool, AgentToolResult, Content, ImageContent, TextContent, ToolUpdate, tool
 
 if TYPE_CHECKING:
@@ -85,6 +85,7 @@ __all__ = [
     "TextContent",
     "ToolCall",
     "ToolCallContext",
+    "ToolCallError",
     "ToolResultMessage",
     "ToolUpdate",
     "UserError",

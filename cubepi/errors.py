@@ -4,17 +4,25 @@
 CubepiError
 ├── UserError          the caller used cubepi wrongly (bad option, missing extra, closed connection)
 ├── SchemaError        a tool's inputSchema cannot be turned into a model at all
+├── ToolCallError      a tool called as a function (`tool.as_function()`) failed; the message is for the model
 └── MCPError           the transport or the connection to an MCP server failed
     └── MCPTimeoutError   a phase (startup, initialize, list, call) ran past its limit; also a TimeoutError
 ```
 
 A failure the *server* reports (`isError`) is never an exception: it is an `AgentToolResult` with
-`is_error=True` that a model can read.
+`is_error=True` that a model can read. The one exception is the function `tool.as_function()` returns: it
+raises `ToolCallError`, because the frameworks that take functions turn exceptions into what their model
+reads.
 """
 
 from __future__ import annotations
 
-__all__ = ["CubepiError", "MCPError", "MCPTimeoutError", "SchemaError", "UserError"]
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .tools import AgentToolResult
+
+__all__ = ["CubepiError", "MCPError", "MCPTimeoutError", "SchemaError", "ToolCallError", "UserError"]
 
 
 class CubepiError(Exception):
@@ -31,6 +39,16 @@ class SchemaError(CubepiError):
     def __init__(self, message: str, *, tool_name: str | None = None) -> None:
         super().__init__(message)
         self.tool_name = tool_name
+
+
+class ToolCallError(CubepiError):
+    """A call through `tool.as_function()` failed: the tool reported an error (`is_error`), or the
+    arguments were refused. The message is the text the model should read; `result` is the whole
+    `AgentToolResult`."""
+
+    def __init__(self, message: str, *, result: AgentToolResult) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 class MCPError(CubepiError):

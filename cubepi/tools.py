@@ -244,6 +244,18 @@ class AgentTool:
 
     # -- exporting ---------------------------------------------------------------------------------------
 
+    def as_function(self, *, sync: bool = False) -> Callable[..., Any]:
+        """This tool as a typed Python function, for frameworks that take one (see docs/frameworks.md).
+
+        An ``async def`` (a plain function with ``sync=True``) named `api_name`, documented by the
+        description and an ``Args:`` section, with keyword-only parameters typed by `parameters`. A call
+        sends exactly the arguments given and returns the result's text; a failed call raises
+        `ToolCallError` carrying the text the model should read. It pickles whenever the tool does.
+        """
+        from ._as_function import as_function
+
+        return as_function(self, sync=sync)
+
     @property
     def api_name(self) -> str:
         """The name sent to LLM APIs: `name` if it matches ``^[a-zA-Z0-9_-]{1,64}$``, else a safe rewrite.

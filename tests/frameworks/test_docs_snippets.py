@@ -16,11 +16,17 @@ EXPECTED = [
     ["42 success", "error"],
     ['{"add":"0"}'],
     ["42", "Invalid arguments for tool 'add':", "- a: Input should be a valid integer"],
+    ["add ['a', 'b']", "42"],  # as_function: google-genai
+    ["add integer", "42"],  # smolagents
+    ["add ['a', 'b']", "42"],  # LlamaIndex
+    ["add {'a': {'type': 'integer'}, 'b': {'type': 'integer'}}", "42"],  # DSPy
+    ["['a', 'b']", "42"],  # Anthropic tool runner
+    ["add ['a', 'b']", "42"],  # AutoGen
 ]
 
 
 def test_every_framework_has_a_snippet() -> None:
-    assert len(SNIPPETS) == len(EXPECTED) == 3
+    assert len(SNIPPETS) == len(EXPECTED) == 9
 
 
 @pytest.mark.parametrize(("snippet", "expected"), list(zip(SNIPPETS, EXPECTED, strict=True)))
