@@ -3,10 +3,10 @@
 The model's types carry the shape (nested objects become nested models, `enum`/`const` become `Literal`,
 type lists and `anyOf`/`oneOf` become unions, `format` stays `str`), with no lax coercion: ``"1"`` is not
 an integer, ``True`` is not a number, 1.0 is an integer (as in JSON Schema). What types cannot express
-exactly becomes `Any` there, and the root model then checks the wire arguments against the whole schema
-(`_check`), so the model accepts exactly what the schema accepts. `model_json_schema()` returns the
-(normalised) server schema itself, so every description, default, constraint and unmodelled keyword
-reaches the LLM unchanged.
+exactly becomes `Any` there, and the root model then checks the wire arguments against the server's
+schema with the one JSON Schema validator (`_validator`), so the model accepts exactly what the schema
+accepts. `model_json_schema()` returns the (normalised) server schema itself, so every description,
+default, constraint and unmodelled keyword reaches the LLM unchanged.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from pydantic_core import PydanticCustomError
 
 from ._arguments import to_arguments
-from ._check import first_error, is_valid, resolve_ref
 from ._names import class_name, field_names
 from ._normalize import normalize_schema
+from ._validator import SchemaValidator, pointer_token, resolve_ref
 
 __all__ = ["BridgeModel", "schema_to_model"]
 
@@ -45,13 +45,14 @@ class BridgeModel(BaseModel):
 
     __cubepi_schema__: ClassVar[dict[str, Any]] = {}
     __cubepi_root__: ClassVar[dict[str, Any] | None] = None
-    __cubepi_is_root__: ClassVar[bool] = False
+    __cubepi_pointer__: ClassVar[str] = ""
+    __cubepi_validator__: ClassVar[SchemaValidator | None] = None
 
     @model_validator(mode="after")
     def _cubepi_check(self) -> BridgeModel:
-        cls = type(self)
-        if cls.__cubepi_is_root__:
-            error = first_error(to_arguments(self), cls.__cubepi_schema__)
+        check = type(self).__cubepi_validator__
+        if check is not None:
+            error = check.first_error(to_arguments(self))
             if error is not None:
                 raise PydanticCustomError("json_schema", "{error}", {"error": error})
         return self
@@ -89,31 +90,37 @@ _SCALARS: dict[str, Any] = {"string": str, "boolean": bool, "null": type(None), 
 
 
 def _literal_guard(values: tuple[Any, ...]) -> Any:
-    has_bool = any(isinstance(v, bool) for v in values)
+    """Python's `Literal` takes 0 for False and 1 for True; JSON does not: the JSON type must match too."""
+    keys = {(type(v), v) for v in values}
 
     def guard(value: Any) -> Any:
-        if isinstance(value, bool) and not has_bool:
+        value = _integral(value)
+        try:
+            found = (type(value), value) in keys
+        except TypeError:  # unhashable: a list or an object is none of these values
+            found = False
+        if not found:
             raise PydanticCustomError(
                 "literal_error", "Input should be one of {expected}", {"expected": values}
             )
-        return _integral(value)
+        return value
 
     return guard
 
 
 def _literal(values: list[Any]) -> Any | None:
-    """`Literal[...]` for enum/const values that Python's Literal can hold; None otherwise."""
-    out: list[Any] = []
+    """`Literal[...]` for enum/const values that Python's Literal can hold; None otherwise (linear time,
+    the cap applied before any work)."""
+    if not values or len(values) > _MAX_LITERAL:
+        return None
+    out: dict[tuple[type, Any], Any] = {}
     for value in values:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if value is not None and not isinstance(value, (str, int, bool)):
             return None
-        if not any(type(v) is type(value) and v == value for v in out):
-            out.append(value)
-    if not out or len(out) > _MAX_LITERAL:
-        return None
-    args = tuple(out)
+        out.setdefault((type(value), value), value)
+    args = tuple(out.values())
     return Annotated[cast(Any, Literal)[args], BeforeValidator(_literal_guard(args))]
 
 
@@ -153,7 +160,7 @@ class _Builder:
         self.names.add(name)
         return name
 
-    def annotation(self, node: Any, hint: str, depth: int) -> Any:
+    def annotation(self, node: Any, hint: str, depth: int, at: str) -> Any:
         """The Python type for a subschema: a necessary condition of it, never stricter."""
         if not isinstance(node, dict) or not node or depth > _MAX_DEPTH:
             return _ANY
@@ -164,7 +171,9 @@ class _Builder:
                 return _ANY  # unresolvable, or a cycle: the checker validates below this point
             self.building.add(id(target))
             try:
-                return self.annotation(target, class_name(str(ref).rsplit("/", 1)[-1]) or hint, depth + 1)
+                return self.annotation(
+                    target, class_name(str(ref).rsplit("/", 1)[-1]) or hint, depth + 1, str(ref)[1:]
+                )
             finally:
                 self.building.discard(id(target))
         if isinstance(node.get("enum"), list):
@@ -177,21 +186,24 @@ class _Builder:
                 return literal
         kind = node.get("type")
         if isinstance(kind, str):
-            return self.typed(node, kind, hint, depth)
+            return self.typed(node, kind, hint, depth, at)
         if isinstance(kind, list):
-            return _union([self.typed(node, k, hint, depth) for k in kind if isinstance(k, str)])
+            return _union([self.typed(node, k, hint, depth, at) for k in kind if isinstance(k, str)])
         for key in ("anyOf", "oneOf"):
             branches = node.get(key)
             if isinstance(branches, list) and branches:
                 return _union(
-                    [self.annotation(b, f"{hint}{i + 1}", depth + 1) for i, b in enumerate(branches)]
+                    [
+                        self.annotation(b, f"{hint}{i + 1}", depth + 1, f"{at}/{key}/{i}")
+                        for i, b in enumerate(branches)
+                    ]
                 )
         all_of = node.get("allOf")
         if isinstance(all_of, list) and len(all_of) == 1:
-            return self.annotation(all_of[0], hint, depth + 1)
+            return self.annotation(all_of[0], hint, depth + 1, f"{at}/allOf/0")
         return _ANY
 
-    def typed(self, node: dict[str, Any], kind: str, hint: str, depth: int) -> Any:
+    def typed(self, node: dict[str, Any], kind: str, hint: str, depth: int, at: str) -> Any:
         if kind in _SCALARS:
             return _SCALARS[kind]
         if kind == "number":
@@ -200,19 +212,22 @@ class _Builder:
             items = node.get("items")
             if "prefixItems" in node or not isinstance(items, dict):
                 return list[Any]
-            return list[self.annotation(items, hint + "Item", depth + 1)]  # type: ignore[misc]
+            return list[self.annotation(items, hint + "Item", depth + 1, f"{at}/items")]  # type: ignore[misc]
         if kind == "object":
             props = node.get("properties")
             closed = node.get("additionalProperties") is False
             if not props and not closed:
                 extra = node.get("additionalProperties")
                 if isinstance(extra, dict) and "patternProperties" not in node:
-                    return dict[str, self.annotation(extra, hint + "Value", depth + 1)]  # type: ignore[misc]
+                    value = self.annotation(extra, hint + "Value", depth + 1, f"{at}/additionalProperties")
+                    return dict[str, value]  # type: ignore[valid-type]
                 return dict[str, Any]
-            return self.model(node, hint, depth)
+            return self.model(node, hint, depth, at)
         return _ANY
 
-    def model(self, node: dict[str, Any], hint: str, depth: int, *, root: bool = False) -> type[BridgeModel]:
+    def model(
+        self, node: dict[str, Any], hint: str, depth: int, at: str, *, root: bool = False
+    ) -> type[BridgeModel]:
         """A nested model for an object schema (identical subschemas share one model)."""
         key = ""
         if not root:
@@ -230,15 +245,15 @@ class _Builder:
         fields: dict[str, Any] = {}
         for wire, sub in props.items():
             python = names[wire]
-            ann = self.annotation(sub, hint + class_name(wire), depth + 1)
-            nullable = is_valid(None, sub, self.root)
+            where = f"{at}/properties/{pointer_token(wire)}"
+            ann = self.annotation(sub, hint + class_name(wire), depth + 1, where)
             info = _field_kwargs(sub, ann)
             if python != wire:
                 info["alias"] = wire
             if wire in required:
                 default: Any = ...
             else:
-                if not nullable and ann is not _ANY:
+                if ann is not _ANY:
                     ann = Union[ann, None]  # noqa: UP007 - null here means "absent" (strict mode)
                 default = (
                     copy.deepcopy(sub["default"]) if isinstance(sub, dict) and "default" in sub else None
@@ -256,7 +271,7 @@ class _Builder:
         )
         model.__cubepi_schema__ = node
         model.__cubepi_root__ = self.root
-        model.__cubepi_is_root__ = root
+        model.__cubepi_pointer__ = at
         if key:
             self.cache[key] = model
         return model
@@ -293,4 +308,17 @@ def schema_to_model(schema: Any, *, name: str) -> type[BaseModel]:
     """
     normalized = normalize_schema(schema, tool_name=name)
     builder = _Builder(normalized, name)
-    return builder.model(normalized, builder.unique_name(class_name(name)), 0, root=True)
+    model = builder.model(normalized, builder.unique_name(class_name(name)), 0, "", root=True)
+    judged = _wire_copy(schema) if isinstance(schema, dict) else None
+    model.__cubepi_validator__ = SchemaValidator(
+        normalized if judged is None else judged, tool_name=name, fallback=normalized
+    )
+    return model
+
+
+def _wire_copy(schema: dict[str, Any]) -> Any:
+    """The server's schema as JSON (what the validator judges by), or None when it is not JSON."""
+    try:
+        return json.loads(json.dumps(schema))
+    except (TypeError, ValueError, RecursionError):
+        return None
