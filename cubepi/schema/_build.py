@@ -44,6 +44,7 @@ class BridgeModel(BaseModel):
         protected_namespaces=(),
         regex_engine="python-re",
         populate_by_name=False,
+        defer_build=True,
     )
 
     __cubepi_schema__: ClassVar[dict[str, Any]] = {}

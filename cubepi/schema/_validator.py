@@ -166,9 +166,10 @@ def _repaired(schema: Any, retrieve: Callable[[str], Any]) -> Any:
 
 
 def _drop(schema: Any, path: list[Any]) -> bool:
-    """Remove the keyword at `path` (a schema location); False when there is nothing to remove."""
+    """Remove the keyword at `path` (a schema location), or with no path every local `$ref` that resolves
+    nowhere; False when there is nothing to remove."""
     if not path:
-        return False
+        return _drop_dangling(schema, schema, 0)
     node = schema
     for part in path[:-1]:
         try:
@@ -191,6 +192,24 @@ def _drop(schema: Any, path: list[Any]) -> bool:
         node[last] = True
         return True
     return False
+
+
+def _drop_dangling(node: Any, root: Any, depth: int) -> bool:
+    dropped = False
+    if depth > 400:
+        return False
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/") and resolve_ref(ref, root) is None:
+            del node["$ref"]
+            dropped = True
+        for key, value in node.items():
+            if key not in _DATA:
+                dropped = _drop_dangling(value, root, depth + 1) or dropped
+    elif isinstance(node, list):
+        for value in node:
+            dropped = _drop_dangling(value, root, depth + 1) or dropped
+    return dropped
 
 
 def describe(error: Any) -> str:

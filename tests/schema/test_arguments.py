@@ -113,3 +113,25 @@ def test_error_messages_name_the_path_and_rule_never_the_value() -> None:
     with pytest.raises(pydantic.ValidationError) as caught:
         model.model_validate({"n": 1})
     assert caught.value.errors()[0]["msg"] == "n: must be >= 3"
+
+
+def test_the_null_rule_follows_all_of_branches() -> None:
+    schema = {"properties": {"a": {"allOf": [{"type": "object", "properties": {"x": {"type": "string"}}}]}}}
+    assert _sent(schema, {"a": {"x": None, "y": None}}) == {"a": {"y": None}}
+
+
+def test_the_null_rule_survives_a_reference_that_resolves_nowhere() -> None:
+    schema = {"properties": {"a": {"$ref": "#/$defs/missing", "properties": {"x": {"type": "string"}}}}}
+    assert _sent(schema, {"a": {"x": None}}) == {"a": {}}
+
+
+def test_the_null_rule_reaches_deep_arguments() -> None:
+    leaf: dict[str, Any] = {"type": "object", "properties": {"s": {"type": "string"}}}
+    value: dict[str, Any] = {"s": None}
+    for _ in range(120):
+        leaf = {"type": "object", "properties": {"a": leaf}}
+        value = {"a": value}
+    sent = _sent(leaf, value)
+    for _ in range(120):
+        sent = sent["a"]
+    assert sent == {}

@@ -18,9 +18,10 @@ from cubepi.schema._names import field_names
 
 
 def _timed(fn: Any) -> tuple[Any, float]:
-    start = time.perf_counter()
+    """`fn()` and the CPU time it took (the check runs in this thread; the neighbours' load does not count)."""
+    start = time.thread_time()
     out = fn()
-    return out, time.perf_counter() - start
+    return out, time.thread_time() - start
 
 
 @pytest.mark.parametrize(
@@ -129,7 +130,7 @@ def test_100000_properties_build_in_linear_time() -> None:
     props = {f"p-{i}": {"type": "integer"} for i in range(100_000)}
     props |= {f"-{'-' * (i % 3)}x{i % 7}": {"type": "string"} for i in range(21)}
     names, took = _timed(lambda: field_names(list(props)))
-    assert took < 2 and len(set(names.values())) == len(props)
+    assert took < 20 and len(set(names.values())) == len(props)  # quadratic: hours
     model, took = _timed(
         lambda: schema_to_model(
             {"type": "object", "properties": props, "additionalProperties": False}, name="t"
