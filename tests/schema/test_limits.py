@@ -18,7 +18,7 @@ from cubepi.schema._names import field_names
 
 
 def _timed(fn: Any) -> tuple[Any, float]:
-    """`fn()` and the CPU time it took (the check runs in this thread; the neighbours' load does not count)."""
+    """`fn()` and the CPU time it took (the check runs in this thread; neighbours' load does not count)."""
     start = time.thread_time()
     out = fn()
     return out, time.thread_time() - start
