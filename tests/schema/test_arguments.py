@@ -135,3 +135,16 @@ def test_the_null_rule_reaches_deep_arguments() -> None:
     for _ in range(120):
         sent = sent["a"]
     assert sent == {}
+
+
+def test_the_union_fold_follows_references_to_the_branches() -> None:
+    def closed(name: str) -> dict[str, Any]:
+        props = {name: {"type": "string"}}
+        return {"type": "object", "properties": props, "required": [name], "additionalProperties": False}
+
+    schema = {
+        "properties": {"u": {"anyOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/B"}]}},
+        "$defs": {"A": closed("path"), "B": closed("url")},
+    }
+    assert _sent(schema, {"u": {"path": "/a", "url": None}}) == {"u": {"path": "/a"}}
+    assert _sent(schema, {"u": {"path": None, "url": "https://x"}}) == {"u": {"url": "https://x"}}
