@@ -138,12 +138,10 @@ def cubepi_judge(group: Group) -> Callable[[Any], Outcome]:
     return judge
 
 
-def jsonschema_judge(group: Group) -> Callable[[Any], bool | None]:
-    import jsonschema
-
+def _judge(compile_: Callable[[], Any]) -> Callable[[Any], bool | None]:
+    """A reference validator's verdicts; None where it cannot decide (a schema or instance it refuses)."""
     try:
-        cls = jsonschema.validators.validator_for(group.schema, default=jsonschema.Draft202012Validator)
-        validator = cls(group.schema)
+        validator = compile_()
     except Exception:
         return lambda _x: None
 
@@ -154,23 +152,21 @@ def jsonschema_judge(group: Group) -> Callable[[Any], bool | None]:
             return None
 
     return judge
+
+
+def jsonschema_judge(group: Group) -> Callable[[Any], bool | None]:
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(group.schema, default=jsonschema.Draft202012Validator)
+    return _judge(lambda: cls(group.schema))
 
 
 def jsonschema_rs_judge(group: Group) -> Callable[[Any], bool | None]:
     import jsonschema_rs
 
-    try:
-        validator = jsonschema_rs.validator_for(group.schema, validate_formats=False, retriever=lambda _u: {})
-    except Exception:
-        return lambda _x: None
-
-    def judge(instance: Any) -> bool | None:
-        try:
-            return bool(validator.is_valid(instance))
-        except Exception:
-            return None
-
-    return judge
+    return _judge(
+        lambda: jsonschema_rs.validator_for(group.schema, validate_formats=False, retriever=lambda _u: {})
+    )
 
 
 @dataclass
