@@ -2,12 +2,11 @@
 
 A schema is judged by its own draft (`$schema`; 2020-12 when it names none). A schema that is not valid
 JSON Schema (the loose ones real servers send) is judged in its repaired form (`normalize_schema`), with any
-keyword the validator still cannot compile left out (it then accepts anything). Patterns run on a linear-time
-regex engine, so no pattern and no argument can make a check slow; a pattern that engine cannot run
-(look-around, back-references) is left out the same way. `format` is an annotation. A remote `$ref` is never
-fetched: it accepts anything, and one warning names the tool. Messages name the path and the rule broken,
-never the value.
-"""
+keyword the validator still cannot compile left out (it then accepts anything). Patterns are ECMA-262 and
+run on a linear-time engine; one that needs look-around or back-references backtracks a bounded number of
+steps, on strings up to 1,000 characters, so no pattern and no argument can make a check slow. `format` is
+an annotation. A remote `$ref` is never fetched: it accepts anything, and one warning names the tool.
+Messages name the path and the rule broken, never the value."""
 
 from __future__ import annotations
 
