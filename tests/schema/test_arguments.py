@@ -142,9 +142,10 @@ def test_the_union_fold_follows_references_to_the_branches() -> None:
         props = {name: {"type": "string"}}
         return {"type": "object", "properties": props, "required": [name], "additionalProperties": False}
 
+    # strict mode's fold of a top-level union: one object with every branch's keys
     schema = {
-        "properties": {"u": {"anyOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/B"}]}},
+        "anyOf": [{"$ref": "#/$defs/A"}, {"$ref": "#/$defs/B"}],
         "$defs": {"A": closed("path"), "B": closed("url")},
     }
-    assert _sent(schema, {"u": {"path": "/a", "url": None}}) == {"u": {"path": "/a"}}
-    assert _sent(schema, {"u": {"path": None, "url": "https://x"}}) == {"u": {"url": "https://x"}}
+    assert _sent(schema, {"path": "/a", "url": None}) == {"path": "/a"}
+    assert _sent(schema, {"path": None, "url": "https://x"}) == {"url": "https://x"}
