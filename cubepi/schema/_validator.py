@@ -114,7 +114,7 @@ class SchemaValidator:
                 return None
             error = next(iter(validator.iter_errors(instance)), None)
         except (ValueError, RecursionError):
-            return "(arguments): too deeply nested to validate"
+            return "(arguments): cannot be validated (nested too deeply, or not JSON)"
         if error is None:
             return None
         where = "/".join(str(part) for part in error.instance_path) or "(arguments)"
