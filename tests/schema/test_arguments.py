@@ -149,3 +149,8 @@ def test_the_union_fold_follows_references_to_the_branches() -> None:
     }
     assert _sent(schema, {"path": "/a", "url": None}) == {"path": "/a"}
     assert _sent(schema, {"path": None, "url": "https://x"}) == {"url": "https://x"}
+
+
+def test_wire_names_go_out_and_boolean_subschemas_are_walked() -> None:
+    schema = {"properties": {"class": {"type": "string"}, "with-dash": True, "n": {"type": "integer"}}}
+    assert _sent(schema, {"class": "a", "with-dash": None, "n": None}) == {"class": "a", "with-dash": None}
