@@ -68,9 +68,8 @@ def test_draft4_exclusive_bounds_and_dependencies() -> None:
         }
     )
     assert fixed["properties"]["n"] == {"type": "number", "exclusiveMinimum": 1, "maximum": 5}
-    assert fixed["dependentRequired"] == {"a": ["b"]} and fixed["dependentSchemas"] == {
-        "c": {"required": ["d"]}
-    }
+    assert fixed["dependentRequired"] == {"a": ["b"]}
+    assert fixed["dependentSchemas"] == {"c": {"required": ["d"], "properties": {"d": {}}}}
 
 
 def test_required_names_outside_properties() -> None:
