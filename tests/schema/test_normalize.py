@@ -83,3 +83,41 @@ def test_required_names_outside_properties() -> None:
         {"properties": {}, "required": ["x1"], "patternProperties": {"^x\\d$": {"type": "string"}}}
     )
     assert patterned["properties"]["x1"] == {} and patterned["required"] == ["x1"]
+
+
+def test_bounds_that_hold_are_kept_and_broken_ones_dropped() -> None:
+    props = {
+        "s": {"type": "string", "maxLength": 0, "minLength": 0},
+        "a": {"type": "array", "minItems": 0, "maxItems": 1e30},
+        "m": {"type": "number", "multipleOf": 0.5},
+        "z": {"type": "number", "multipleOf": 0},
+        "t": {"type": "INT"},
+        "u": {"type": ["String", "null", "str"]},
+    }
+    fixed = normalize_schema({"properties": props})["properties"]
+    assert fixed["s"] == {"type": "string", "maxLength": 0, "minLength": 0}
+    assert fixed["a"] == {"type": "array", "minItems": 0}
+    assert fixed["m"]["multipleOf"] == 0.5 and "multipleOf" not in fixed["z"]
+    assert fixed["t"] == {"type": "integer"} and fixed["u"] == {"type": ["string", "null"]}
+
+
+def test_null_maps_become_empty_and_unknown_keywords_stay_verbatim() -> None:
+    meta = {"k": "int", "n": 5, "l": [1]}
+    fixed = normalize_schema(
+        {"properties": {"o": {"type": "object", "properties": None, "x-meta": meta}}, "$defs": None}
+    )
+    assert fixed["properties"]["o"] == {"type": "object", "properties": {}, "x-meta": meta}
+    assert fixed["$defs"] == {}
+
+
+def test_past_200_levels_a_subschema_is_the_permissive_empty_schema() -> None:
+    for wrap in (lambda s: {"properties": {"a": s}}, lambda s: {"allOf": [s]}):
+        schema: Any = {"type": "string"}
+        for _ in range(230):
+            schema = wrap(schema)
+        node: Any = normalize_schema(schema)
+        depth = 0
+        while node != {}:
+            node = node["properties"]["a"] if node.get("properties") else node["allOf"][0]
+            depth += 1
+        assert 195 <= depth <= 205
