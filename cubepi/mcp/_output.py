@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..schema._validator import SchemaValidator
 from ..tools import AgentTool, AgentToolResult
 
 __all__ = ["STRUCTURED_CONTENT_ERROR", "OutputCheck", "output_model"]
@@ -57,35 +58,17 @@ def output_model(tool: AgentTool) -> type[BaseModel] | None:
 
 
 class OutputCheck:
-    """Checks the ``structuredContent`` of one tool's results against its `outputSchema`."""
+    """Checks the ``structuredContent`` of one tool's results against its `outputSchema` (with the one
+    JSON Schema validator, compiled on first use)."""
 
     def __init__(self, tool_name: str, schema: Mapping[str, Any] | None) -> None:
         self.tool_name = tool_name
         self.schema = dict(schema) if isinstance(schema, Mapping) else None
-        self._validator: Any = None
-        self._unusable = False
-
-    def _get_validator(self) -> Any:
-        if self._validator is None and not self._unusable and self.schema is not None:
-            try:
-                import jsonschema
-            except ImportError:  # pragma: no cover - jsonschema comes with the mcp SDK
-                self._unusable = True
-                return None
-            try:
-                cls = jsonschema.validators.validator_for(self.schema)
-                cls.check_schema(self.schema)
-                self._validator = cls(self.schema)
-            except Exception:  # a broken outputSchema: nothing to check against
-                logger.warning(
-                    "the outputSchema of tool %r is not a valid JSON Schema; not checked", self.tool_name
-                )
-                self._unusable = True
-        return self._validator
+        self._validator = None if self.schema is None else SchemaValidator(self.schema, tool_name=tool_name)
 
     def mismatch(self, raw: Any) -> tuple[str, str] | None:
         """(full message for `details`, value-free summary for the log) when `raw` breaks the schema."""
-        if self.schema is None:
+        if self._validator is None:
             return None
         data = _as_dict(raw)
         if data is None or data.get("isError"):
@@ -94,23 +77,15 @@ class OutputCheck:
         if structured is None:
             text = "the tool declares an outputSchema but returned no structuredContent"
             return text, text
-        validator = self._get_validator()
-        if validator is None:
+        error = self._validator.first_error(structured)
+        if error is None:
             return None
-        import jsonschema
-
-        errors = list(validator.iter_errors(structured))
-        if not errors:
-            return None
-        best = jsonschema.exceptions.best_match(errors)
-        where = "/".join(str(part) for part in best.absolute_path) or "(root)"
-        full = f"structuredContent does not match the outputSchema at {where}: {best.message}"
+        where, _, rule = error.partition(": ")
+        where = "(root)" if where == "(arguments)" else where
+        full = f"structuredContent does not match the outputSchema at {where}: {rule}"
         if len(full) > _MAX_MESSAGE:
             full = full[: _MAX_MESSAGE - 1] + "…"
-        summary = f"at {where}: fails {best.validator!r}" + (
-            f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        )
-        return full, summary
+        return full, f"at {where}: {rule}"[:_MAX_MESSAGE]
 
     def apply(self, raw: Any, result: AgentToolResult) -> AgentToolResult:
         """`result`, with ``details["structuredContentError"]`` set (and a warning logged) on a mismatch."""

@@ -3,10 +3,10 @@
 The model's types carry the shape (nested objects become nested models, `enum`/`const` become `Literal`,
 type lists and `anyOf`/`oneOf` become unions, `format` stays `str`), with no lax coercion: ``"1"`` is not
 an integer, ``True`` is not a number, 1.0 is an integer (as in JSON Schema). What types cannot express
-exactly becomes `Any` there, and the root model then checks the wire arguments against the whole schema
-(`_check`), so the model accepts exactly what the schema accepts. `model_json_schema()` returns the
-(normalised) server schema itself, so every description, default, constraint and unmodelled keyword
-reaches the LLM unchanged.
+exactly becomes `Any` there, and the root model then checks the wire arguments against the server's
+schema with the one JSON Schema validator (`_validator`), so the model accepts exactly what the schema
+accepts. `model_json_schema()` returns the (normalised) server schema itself, so every description,
+default, constraint and unmodelled keyword reaches the LLM unchanged.
 """
 
 from __future__ import annotations
@@ -20,14 +20,17 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from pydantic_core import PydanticCustomError
 
 from ._arguments import to_arguments
-from ._check import first_error, is_valid, resolve_ref
 from ._names import class_name, field_names
 from ._normalize import normalize_schema
+from ._validator import SchemaValidator, pointer_token, resolve_ref
 
 __all__ = ["BridgeModel", "schema_to_model"]
 
 _MAX_DEPTH = 24
 _MAX_LITERAL = 512
+# Past this many properties an object is an open model without fields (Pydantic spends ~0.3 ms a field):
+# the validator still judges every property, and no IDE or LLM reads 1,000 typed fields.
+_MAX_FIELDS = 1000
 _ANY: Any = Any
 
 
@@ -41,17 +44,19 @@ class BridgeModel(BaseModel):
         protected_namespaces=(),
         regex_engine="python-re",
         populate_by_name=False,
+        defer_build=True,
     )
 
     __cubepi_schema__: ClassVar[dict[str, Any]] = {}
     __cubepi_root__: ClassVar[dict[str, Any] | None] = None
-    __cubepi_is_root__: ClassVar[bool] = False
+    __cubepi_pointer__: ClassVar[str] = ""
+    __cubepi_validator__: ClassVar[SchemaValidator | None] = None
 
     @model_validator(mode="after")
     def _cubepi_check(self) -> BridgeModel:
-        cls = type(self)
-        if cls.__cubepi_is_root__:
-            error = first_error(to_arguments(self), cls.__cubepi_schema__)
+        check = type(self).__cubepi_validator__
+        if check is not None:
+            error = check.first_error(to_arguments(self))
             if error is not None:
                 raise PydanticCustomError("json_schema", "{error}", {"error": error})
         return self
@@ -89,31 +94,37 @@ _SCALARS: dict[str, Any] = {"string": str, "boolean": bool, "null": type(None), 
 
 
 def _literal_guard(values: tuple[Any, ...]) -> Any:
-    has_bool = any(isinstance(v, bool) for v in values)
+    """Python's `Literal` takes 0 for False and 1 for True; JSON does not: the JSON type must match too."""
+    keys = {(type(v), v) for v in values}
 
     def guard(value: Any) -> Any:
-        if isinstance(value, bool) and not has_bool:
+        value = _integral(value)
+        try:
+            found = (type(value), value) in keys
+        except TypeError:  # unhashable: a list or an object is none of these values
+            found = False
+        if not found:
             raise PydanticCustomError(
                 "literal_error", "Input should be one of {expected}", {"expected": values}
             )
-        return _integral(value)
+        return value
 
     return guard
 
 
 def _literal(values: list[Any]) -> Any | None:
-    """`Literal[...]` for enum/const values that Python's Literal can hold; None otherwise."""
-    out: list[Any] = []
+    """`Literal[...]` for enum/const values that Python's Literal can hold; None otherwise (linear time,
+    the cap applied before any work)."""
+    if not values or len(values) > _MAX_LITERAL:
+        return None
+    out: dict[tuple[type, Any], Any] = {}
     for value in values:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if value is not None and not isinstance(value, (str, int, bool)):
             return None
-        if not any(type(v) is type(value) and v == value for v in out):
-            out.append(value)
-    if not out or len(out) > _MAX_LITERAL:
-        return None
-    args = tuple(out)
+        out.setdefault((type(value), value), value)
+    args = tuple(out.values())
     return Annotated[cast(Any, Literal)[args], BeforeValidator(_literal_guard(args))]
 
 
@@ -153,18 +164,22 @@ class _Builder:
         self.names.add(name)
         return name
 
-    def annotation(self, node: Any, hint: str, depth: int) -> Any:
+    def annotation(self, node: Any, hint: str, depth: int, at: str) -> Any:
         """The Python type for a subschema: a necessary condition of it, never stricter."""
         if not isinstance(node, dict) or not node or depth > _MAX_DEPTH:
             return _ANY
         ref = node.get("$ref")
         if ref is not None:
             target = resolve_ref(ref, self.root)
-            if not isinstance(target, dict) or id(target) in self.building:
-                return _ANY  # unresolvable, or a cycle: the checker validates below this point
+            if not isinstance(target, dict) or id(target) in self.building or target is self.root:
+                # unresolvable, a cycle, or the root (whose repairs only hold at the top): the validator
+                # judges below this point
+                return _ANY
             self.building.add(id(target))
             try:
-                return self.annotation(target, class_name(str(ref).rsplit("/", 1)[-1]) or hint, depth + 1)
+                return self.annotation(
+                    target, class_name(str(ref).rsplit("/", 1)[-1]) or hint, depth + 1, str(ref)[1:]
+                )
             finally:
                 self.building.discard(id(target))
         if isinstance(node.get("enum"), list):
@@ -177,21 +192,24 @@ class _Builder:
                 return literal
         kind = node.get("type")
         if isinstance(kind, str):
-            return self.typed(node, kind, hint, depth)
+            return self.typed(node, kind, hint, depth, at)
         if isinstance(kind, list):
-            return _union([self.typed(node, k, hint, depth) for k in kind if isinstance(k, str)])
+            return _union([self.typed(node, k, hint, depth, at) for k in kind if isinstance(k, str)])
         for key in ("anyOf", "oneOf"):
             branches = node.get(key)
             if isinstance(branches, list) and branches:
                 return _union(
-                    [self.annotation(b, f"{hint}{i + 1}", depth + 1) for i, b in enumerate(branches)]
+                    [
+                        self.annotation(b, f"{hint}{i + 1}", depth + 1, f"{at}/{key}/{i}")
+                        for i, b in enumerate(branches)
+                    ]
                 )
         all_of = node.get("allOf")
         if isinstance(all_of, list) and len(all_of) == 1:
-            return self.annotation(all_of[0], hint, depth + 1)
+            return self.annotation(all_of[0], hint, depth + 1, f"{at}/allOf/0")
         return _ANY
 
-    def typed(self, node: dict[str, Any], kind: str, hint: str, depth: int) -> Any:
+    def typed(self, node: dict[str, Any], kind: str, hint: str, depth: int, at: str) -> Any:
         if kind in _SCALARS:
             return _SCALARS[kind]
         if kind == "number":
@@ -200,19 +218,22 @@ class _Builder:
             items = node.get("items")
             if "prefixItems" in node or not isinstance(items, dict):
                 return list[Any]
-            return list[self.annotation(items, hint + "Item", depth + 1)]  # type: ignore[misc]
+            return list[self.annotation(items, hint + "Item", depth + 1, f"{at}/items")]  # type: ignore[misc]
         if kind == "object":
             props = node.get("properties")
             closed = node.get("additionalProperties") is False
             if not props and not closed:
                 extra = node.get("additionalProperties")
                 if isinstance(extra, dict) and "patternProperties" not in node:
-                    return dict[str, self.annotation(extra, hint + "Value", depth + 1)]  # type: ignore[misc]
+                    value = self.annotation(extra, hint + "Value", depth + 1, f"{at}/additionalProperties")
+                    return dict[str, value]  # type: ignore[valid-type]
                 return dict[str, Any]
-            return self.model(node, hint, depth)
+            return self.model(node, hint, depth, at)
         return _ANY
 
-    def model(self, node: dict[str, Any], hint: str, depth: int, *, root: bool = False) -> type[BridgeModel]:
+    def model(
+        self, node: dict[str, Any], hint: str, depth: int, at: str, *, root: bool = False
+    ) -> type[BridgeModel]:
         """A nested model for an object schema (identical subschemas share one model)."""
         key = ""
         if not root:
@@ -223,22 +244,22 @@ class _Builder:
             if key and key in self.cache:
                 return cast(type[BridgeModel], self.cache[key])
         props = node.get("properties")
-        props = props if isinstance(props, dict) else {}
+        props = props if isinstance(props, dict) and len(props) <= _MAX_FIELDS else {}
         required = node.get("required")
         required = set(required) if isinstance(required, list) else set()
         names = field_names(list(props))
         fields: dict[str, Any] = {}
         for wire, sub in props.items():
             python = names[wire]
-            ann = self.annotation(sub, hint + class_name(wire), depth + 1)
-            nullable = is_valid(None, sub, self.root)
+            where = f"{at}/properties/{pointer_token(wire)}"
+            ann = self.annotation(sub, hint + class_name(wire), depth + 1, where)
             info = _field_kwargs(sub, ann)
             if python != wire:
                 info["alias"] = wire
             if wire in required:
                 default: Any = ...
             else:
-                if not nullable and ann is not _ANY:
+                if ann is not _ANY:
                     ann = Union[ann, None]  # noqa: UP007 - null here means "absent" (strict mode)
                 default = (
                     copy.deepcopy(sub["default"]) if isinstance(sub, dict) and "default" in sub else None
@@ -246,6 +267,7 @@ class _Builder:
             fields[python] = (ann, Field(default, **info))
         extra = node.get("additionalProperties")
         closed = extra is False and "patternProperties" not in node and "unevaluatedProperties" not in node
+        closed = closed and len(node.get("properties") or ()) <= _MAX_FIELDS
         base = ClosedBridgeModel if closed else BridgeModel
         doc = node.get("description")
         model = pydantic.create_model(
@@ -256,7 +278,7 @@ class _Builder:
         )
         model.__cubepi_schema__ = node
         model.__cubepi_root__ = self.root
-        model.__cubepi_is_root__ = root
+        model.__cubepi_pointer__ = at
         if key:
             self.cache[key] = model
         return model
@@ -293,4 +315,17 @@ def schema_to_model(schema: Any, *, name: str) -> type[BaseModel]:
     """
     normalized = normalize_schema(schema, tool_name=name)
     builder = _Builder(normalized, name)
-    return builder.model(normalized, builder.unique_name(class_name(name)), 0, root=True)
+    model = builder.model(normalized, builder.unique_name(class_name(name)), 0, "", root=True)
+    judged = _wire_copy(schema) if isinstance(schema, dict) else None
+    model.__cubepi_validator__ = SchemaValidator(
+        normalized if judged is None else judged, tool_name=name, fallback=normalized
+    )
+    return model
+
+
+def _wire_copy(schema: dict[str, Any]) -> Any:
+    """The server's schema as JSON (what the validator judges by), or None when it is not JSON."""
+    try:
+        return json.loads(json.dumps(schema))
+    except (TypeError, ValueError, RecursionError):
+        return None

@@ -37,18 +37,25 @@ def _usable(wire: str) -> bool:
 
 
 def field_names(wires: list[str]) -> dict[str, str]:
-    """Map each wire name to a unique Python field name (the wire name itself when it is usable)."""
+    """Map each wire name to a unique Python field name (the wire name itself when it is usable).
+
+    Linear in the number of names: each safe base remembers the next suffix to try.
+    """
     taken = {wire for wire in wires if _usable(wire)}
+    used: set[str] = set()
+    suffix: dict[str, int] = {}
     out: dict[str, str] = {}
     for wire in wires:
-        if wire in taken and wire not in out.values():
-            out[wire] = wire
-            continue
-        base = _safe(wire)
-        name, n = base, 2
-        while name in taken:
-            name, n = f"{base}_{n}", n + 1
-        taken.add(name)
+        if wire in taken and wire not in used:
+            name = wire
+        else:
+            base = name = _safe(wire)
+            n = suffix.get(base, 2)
+            while name in taken:
+                name, n = f"{base}_{n}", n + 1
+            suffix[base] = n
+            taken.add(name)
+        used.add(name)
         out[wire] = name
     return out
 

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from ..errors import SchemaError
-from ._check import compile_pattern
+from ._validator import pattern_search
 
 __all__ = ["normalize_schema"]
 
@@ -284,8 +284,7 @@ def _fix_required(out: dict[str, Any]) -> None:
             props = out.setdefault("properties", {})
             patterns = out.get("patternProperties")
             matched = isinstance(patterns, dict) and any(
-                isinstance(p, str) and (rx := compile_pattern(p)) is not None and rx.search(name)
-                for p in patterns
+                isinstance(p, str) and pattern_search(p, name) is True for p in patterns
             )
             props[name] = copy.deepcopy(extra) if isinstance(extra, dict) and not matched else {}
         kept.append(name)

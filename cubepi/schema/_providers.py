@@ -22,8 +22,8 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal
 
-from ._check import is_valid, resolve_ref
 from ._normalize import normalize_schema
+from ._validator import is_valid_in, json_type_ok, resolve_ref
 
 __all__ = ["Provider", "provider_schema"]
 
@@ -100,7 +100,7 @@ def _split_types(node: Schema) -> Schema:
         keep = _TYPE_KEYS.get(kind, set())
         branch = {k: v for k, v in rest.items() if k not in _ALL_TYPE_KEYS or k in keep}
         if "enum" in branch and isinstance(branch["enum"], list):
-            branch["enum"] = [v for v in branch["enum"] if is_valid(v, {"type": kind})]
+            branch["enum"] = [v for v in branch["enum"] if json_type_ok(v, kind)]
         branch["type"] = kind
         branches.append(branch)
     return {"anyOf": branches, **outer}
@@ -391,7 +391,7 @@ class _OpenAIStrict:
         fixed: dict[str, Any] = {}
         for name, sub in props.items():
             converted = self.strict(sub)
-            if name not in required and not is_valid(None, sub, self.root):
+            if name not in required and is_valid_in(None, sub, self.root) is False:
                 converted = _nullable(converted)
             fixed[name] = converted
         out["type"] = out.get("type", "object")
@@ -407,7 +407,7 @@ def _enum_types(values: list[Any]) -> list[str] | str:
     names = []
     for value in values:
         for kind in ("null", "boolean", "integer", "number", "string", "array", "object"):
-            if is_valid(value, {"type": kind}):
+            if json_type_ok(value, kind):
                 if kind not in names:
                     names.append(kind)
                 break

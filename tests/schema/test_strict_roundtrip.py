@@ -12,7 +12,7 @@ import pytest
 
 from cubepi import AgentTool, AgentToolResult
 from cubepi.schema import provider_schema, schema_to_model, to_arguments
-from cubepi.schema._check import resolve_ref
+from cubepi.schema._validator import resolve_ref
 
 from ._harness import corpus, examples, hard_cases, json_equal, judge, reference
 
