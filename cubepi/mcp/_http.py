@@ -17,7 +17,7 @@ import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -77,6 +77,31 @@ def _client_type() -> type[httpx2.AsyncClient]:
     return Client
 
 
+@functools.cache
+def _bounded_body_type() -> Callable[[httpx2.AsyncByteStream, int], httpx2.AsyncByteStream]:
+    import httpx2
+
+    class BoundedBody(httpx2.AsyncByteStream):
+        """A response body that raises `ResponseTooLarge` once more than `limit` bytes came."""
+
+        def __init__(self, inner: httpx2.AsyncByteStream, limit: int) -> None:
+            self._inner = inner
+            self._limit = limit
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            seen = 0
+            async for chunk in self._inner:
+                seen += len(chunk)
+                if seen > self._limit:
+                    raise ResponseTooLarge(self._limit)
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return BoundedBody
+
+
 # The headers of the session being opened when `HttpServer.headers` is a callable: resolved once per
 # session in `connection_headers`, applied to each of its requests (the client itself may be shared).
 _CONNECTION_HEADERS: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
@@ -100,28 +125,13 @@ async def _bound_session_end(request: httpx2.Request) -> None:
 
 
 async def _bound_body(limit: int | None, response: httpx2.Response) -> None:
+    import httpx2
+
+    stream = response.stream
     content_type = response.headers.get("content-type", "").lower()
-    if limit is not None and not content_type.startswith("text/event-stream"):
-        response.stream = _BoundedBody(response.stream, limit)  # type: ignore[assignment]
-
-
-class _BoundedBody:
-    """A response body stream that raises `ResponseTooLarge` once more than `limit` bytes came."""
-
-    def __init__(self, inner: Any, limit: int) -> None:
-        self._inner = inner
-        self._limit = limit
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        seen = 0
-        async for chunk in self._inner:
-            seen += len(chunk)
-            if seen > self._limit:
-                raise ResponseTooLarge(self._limit)
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+    if limit is not None and isinstance(stream, httpx2.AsyncByteStream):
+        if not content_type.startswith("text/event-stream"):  # bounded per event by the SDK
+            response.stream = _bounded_body_type()(stream, limit)
 
 
 async def _record_status(response: httpx2.Response) -> None:

@@ -146,6 +146,11 @@ class _TrackedProcess(Process):
         return self._inner.pid
 
     @property
+    def _process(self) -> Any:
+        """The asyncio process under anyio's, which the SDK's shutdown looks for to close its transport."""
+        return getattr(self._inner, "_process", None)
+
+    @property
     def returncode(self) -> int | None:
         return self._inner.returncode
 
