@@ -128,10 +128,10 @@ async def _bound_body(limit: int | None, response: httpx2.Response) -> None:
     import httpx2
 
     stream = response.stream
-    content_type = response.headers.get("content-type", "").lower()
-    if limit is not None and isinstance(stream, httpx2.AsyncByteStream):
-        if not content_type.startswith("text/event-stream"):  # bounded per event by the SDK
-            response.stream = _bounded_body_type()(stream, limit)
+    # An event stream is bounded per event, by the SDK (`max_sse_event_size`).
+    events = response.headers.get("content-type", "").lower().startswith("text/event-stream")
+    if limit is not None and not events and isinstance(stream, httpx2.AsyncByteStream):
+        response.stream = _bounded_body_type()(stream, limit)
 
 
 async def _record_status(response: httpx2.Response) -> None:
