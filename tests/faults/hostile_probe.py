@@ -33,7 +33,8 @@ async def probe(case: dict[str, Any]) -> dict[str, Any]:
     if case.get("url"):
         server = HttpServer(case["url"], transport="streamable-http", protocol=protocol)
     else:
-        server = StdioServer(sys.executable, [str(HOSTILE), "stdio"], protocol=protocol)
+        argv = [str(HOSTILE), "stdio", case.get("marker", "")]  # the marker finds the process later
+        server = StdioServer(sys.executable, argv, protocol=protocol)
     async with await load_mcp_tools(server, **case.get("policies", {})) as tools:
         named = {tool.name: tool for tool in tools}
         tool = named[case["tool"]]
