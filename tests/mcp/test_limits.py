@@ -96,7 +96,7 @@ async def test_no_limit_means_no_bound_and_close_reaches_the_pipe() -> None:
     assert inner.closed
 
 
-# -- max_response_bytes: the setting and its error ------------------------------------------------------------
+# -- max_response_bytes: the setting and its error ----------------------------------------------------------
 
 
 def test_the_setting_is_a_positive_int_or_none() -> None:
@@ -160,7 +160,11 @@ async def test_a_body_of_exactly_the_limit_passes_one_byte_more_fails() -> None:
 
 @pytest.mark.parametrize(
     ("content_type", "limit", "wrapped"),
-    [("application/json", 10, True), ("text/event-stream; charset=utf-8", 10, False), ("text/html", None, False)],
+    [
+        ("application/json", 10, True),
+        ("text/event-stream; charset=utf-8", 10, False),
+        ("text/html", None, False),
+    ],
 )
 async def test_the_response_hook_bounds_bodies_but_not_event_streams(
     content_type: str, limit: int | None, wrapped: bool
@@ -182,7 +186,7 @@ async def test_ending_a_session_is_bounded_in_all_body_included(monkeypatch: pyt
 
     async with client_with(httpx2.MockTransport(drip)) as client:
         started = time.monotonic()
-        with pytest.raises(httpx2.ReadTimeout, match="ending the session took longer than 0.5 s"):
+        with pytest.raises(httpx2.ReadTimeout, match=r"ending the session took longer than 0\.5 s"):
             await client.send(client.build_request("DELETE", "http://127.0.0.1:9/mcp"), stream=True)
         assert time.monotonic() - started < 3
         started = time.monotonic()  # other requests are the client's business: not bounded here
