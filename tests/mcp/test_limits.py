@@ -182,7 +182,7 @@ async def test_ending_a_session_is_bounded_in_all_body_included(monkeypatch: pyt
     monkeypatch.setattr(http_module, "HTTP_CLOSE_GRACE", 0.5)
 
     async def drip(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, stream=Slow(*[b"x"] * 100, pause=0.1))  # every read within 0.1 s
+        return httpx2.Response(200, stream=Slow(*[b"x"] * 30, pause=0.05))  # every read within 0.05 s
 
     async with client_with(httpx2.MockTransport(drip)) as client:
         started = time.monotonic()
@@ -191,7 +191,7 @@ async def test_ending_a_session_is_bounded_in_all_body_included(monkeypatch: pyt
         assert time.monotonic() - started < 3
         started = time.monotonic()  # other requests are the client's business: not bounded here
         response = await client.send(client.build_request("GET", "http://127.0.0.1:9/mcp"), stream=True)
-        assert await response.aread() == b"x" * 100
+        assert await response.aread() == b"x" * 30
         assert time.monotonic() - started >= 0.5
 
 
@@ -214,3 +214,32 @@ def test_the_client_keeps_the_server_limit() -> None:
     hooks = client.event_hooks["response"]
     assert any(getattr(hook, "args", None) == (123,) for hook in hooks)
     assert isinstance(client, _client_type())
+
+
+async def test_a_tracked_server_process_gets_the_line_bound_and_reports_its_exit() -> None:
+    import sys
+
+    import mcp.client.stdio as sdk_stdio
+
+    from cubepi.mcp._process import ProcessInfo, track_process
+
+    info = ProcessInfo()
+    info.max_line = 5
+    assert info.returncode is None
+    with track_process(info):
+        process = await sdk_stdio._create_platform_compatible_process(
+            command=sys.executable, args=["-c", "print('x' * 20); raise SystemExit(3)"]
+        )
+    assert info.process is process and process.pid > 0
+    assert process.stdout is not None and process.stdin is not None and process.stderr is None
+    with pytest.raises(ResponseTooLarge):
+        await process.stdout.receive()
+    assert await process.wait() == 3
+    assert info.returncode == 3
+    await process.aclose()
+    # Outside the block, the SDK's processes are its own.
+    spawn = sdk_stdio._create_platform_compatible_process
+    untracked = await spawn(command=sys.executable, args=["-c", "pass"])
+    assert untracked is not info.process
+    await untracked.wait()
+    await untracked.aclose()
