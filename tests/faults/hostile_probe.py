@@ -53,4 +53,6 @@ async def probe(case: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    # Should a bound fail, the probe runs out of address space rather than the machine out of memory.
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
     print(json.dumps(anyio.run(probe, json.loads(sys.argv[1]))))
