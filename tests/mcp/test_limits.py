@@ -235,11 +235,44 @@ async def test_a_tracked_server_process_gets_the_line_bound_and_reports_its_exit
     with pytest.raises(ResponseTooLarge):
         await process.stdout.receive()
     assert await process.wait() == 3
-    assert info.returncode == 3
+    assert info.returncode == 3 and process.returncode == 3
     await process.aclose()
+    with pytest.raises(anyio.ClosedResourceError):  # closing reached the pipes
+        await process.stdin.send(b"x")
     # Outside the block, the SDK's processes are its own.
     spawn = sdk_stdio._create_platform_compatible_process
     untracked = await spawn(command=sys.executable, args=["-c", "pass"])
     assert untracked is not info.process
     await untracked.wait()
     await untracked.aclose()
+
+
+@pytest.mark.parametrize("stop", ["terminate", "kill", "send_signal"])
+async def test_a_tracked_process_passes_signals_on(stop: str) -> None:
+    import signal
+    import sys
+
+    import mcp.client.stdio as sdk_stdio
+
+    from cubepi.mcp._process import ProcessInfo, track_process
+
+    with track_process(ProcessInfo()) as info:
+        process = await sdk_stdio._create_platform_compatible_process(
+            command=sys.executable, args=["-c", "import time; time.sleep(60)"]
+        )
+    assert info.process is process
+    if stop == "send_signal":
+        process.send_signal(signal.SIGTERM)
+    else:
+        getattr(process, stop)()
+    with anyio.fail_after(20):
+        code = await process.wait()
+    assert code == (-signal.SIGKILL if stop == "kill" else -signal.SIGTERM)
+    await process.aclose()
+
+
+def test_the_defaults_say_what_they_are() -> None:
+    from cubepi.mcp._limits import DEFAULT_MAX_RESPONSE_BYTES, SAME_AS_SERVER
+
+    assert DEFAULT_MAX_RESPONSE_BYTES == 64 * 1024 * 1024
+    assert repr(SAME_AS_SERVER) == "SAME_AS_SERVER"
