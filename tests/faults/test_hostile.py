@@ -197,7 +197,7 @@ async def test_a_session_end_answered_one_byte_a_second_is_bounded(hostile_http:
     tools = await load_mcp_tools(
         server("http", "legacy", hostile_http, "/session"), timeout=5, max_duration=5
     )
-    assert time.monotonic() - started < bound + 5  # the listing's own session ends the same way
+    assert time.monotonic() - started < bound  # the listing's own session ends the same way
     echo = next(item for item in tools if item.name == "echo")
     started = time.monotonic()
     result = await echo.execute({"message": "hi"})
