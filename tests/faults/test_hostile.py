@@ -197,7 +197,8 @@ async def test_a_session_end_answered_one_byte_a_second_is_bounded(hostile_http:
     tools = await load_mcp_tools(
         server("http", "legacy", hostile_http, "/session"), timeout=5, max_duration=5
     )
-    assert time.monotonic() - started < bound  # the listing's own session ends the same way
+    # The listing's own session ends the same way (plus its start-up and listing, seconds under load).
+    assert time.monotonic() - started < bound + 5
     echo = next(item for item in tools if item.name == "echo")
     started = time.monotonic()
     result = await echo.execute({"message": "hi"})
