@@ -231,6 +231,11 @@ async def test_a_tracked_server_process_gets_the_line_bound_and_reports_its_exit
             command=sys.executable, args=["-c", "print('x' * 20); raise SystemExit(3)"]
         )
     assert info.process is process and process.pid > 0
+    # What the SDK's shutdown looks for to close the asyncio transport (else a warning at exit).
+    assert getattr(getattr(process, "_process", None), "_transport", None) is not None
+    wrapped = sdk_stdio._create_platform_compatible_process
+    with track_process(ProcessInfo()):  # installing again wraps nothing twice
+        assert sdk_stdio._create_platform_compatible_process is wrapped
     assert process.stdout is not None and process.stdin is not None and process.stderr is None
     with pytest.raises(ResponseTooLarge):
         await process.stdout.receive()
