@@ -48,7 +48,7 @@ def http_client(server: HttpServer) -> httpx2.AsyncClient:
         headers=dict(static) if static else None,
         auth=server.auth,
         event_hooks={
-            "request": [_apply_connection_headers, _bound_session_end],
+            "request": [_apply_connection_headers],
             "response": [_record_status, functools.partial(_bound_body, limit)],
         },
     )
@@ -115,13 +115,6 @@ async def _apply_connection_headers(request: httpx2.Request) -> None:
     headers = _CONNECTION_HEADERS.get()
     if headers:
         request.headers.update(headers)
-
-
-async def _bound_session_end(request: httpx2.Request) -> None:
-    if request.method == "DELETE":
-        import httpx2
-
-        request.extensions["timeout"] = httpx2.Timeout(HTTP_CLOSE_GRACE).as_dict()
 
 
 async def _bound_body(limit: int | None, response: httpx2.Response) -> None:
