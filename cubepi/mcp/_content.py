@@ -29,7 +29,10 @@ def render_mcp_content(result: Any) -> AgentToolResult:
     data = _as_dict(result)
     content: list[Content] = []
     for block in data.get("content") or []:
-        content.extend(_render_block(_as_dict(block)))
+        if type(block) is dict and block.get("type") == "text":  # the common case, kept cheap
+            content.append(TextContent(str(block.get("text", ""))))
+        else:
+            content.extend(_render_block(_as_dict(block)))
     details: dict[str, Any] = {}
     structured = data.get("structuredContent")
     if structured is not None:

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 
 from ..errors import CubepiError, MCPError
+from ._limits import ResponseTooLarge, sse_limit_hit
 
 __all__ = ["describe_failure", "is_cancellation", "leaves", "root_cause", "translate"]
 
@@ -95,6 +96,11 @@ def describe_failure(exc: BaseException, http_status: tuple[int, str] | None = N
     `http_status` is the HTTP status and reason the server answered, when the SDK turned it into a
     JSON-RPC error.
     """
+    too_large = exc if isinstance(exc, ResponseTooLarge) else None
+    if too_large is None and is_transport_mcp_error(exc):
+        too_large = sse_limit_hit(str(getattr(exc, "message", "")))
+    if too_large is not None:
+        return str(too_large)
     status = _http_status(exc)
     reason = getattr(getattr(exc, "response", None), "reason_phrase", "") or ""
     if status is None and http_status and is_transport_mcp_error(exc) and not is_connection_closed(exc):

@@ -3,8 +3,10 @@
 - `http_client(server)`: the SDK's default client settings plus the server's static headers and auth.
 - Rotating headers (`HttpServer.headers` as a callable): resolved once per session, applied to each of its
   requests by a request hook, because the client itself may be shared by several sessions.
-- Ending a handshake-era session (its DELETE) may take at most `HTTP_CLOSE_GRACE`, not the client's read
-  timeout: a server that never answers it would otherwise hold every stateless call for 30 s.
+- Ending a handshake-era session (its DELETE) may take at most `HTTP_CLOSE_GRACE` in all, body included: a
+  server that never answers it, or answers one byte a second, would otherwise hold every call.
+- A response body may hold at most `HttpServer.max_response_bytes`, counted as it arrives (a body that
+  never ends fails with `ResponseTooLarge`); SSE bodies are bounded per event by the SDK instead.
 - `recording_status`: the SDK turns an HTTP error answer into a JSON-RPC error and drops the status; a
   response hook keeps it for the session's error message ("HTTP 401 ... check the headers / auth").
 """
@@ -13,11 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import inspect
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from ..errors import MCPError
+from ._limits import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLarge
 
 if TYPE_CHECKING:
     import httpx2
@@ -32,17 +38,68 @@ HTTP_CLOSE_GRACE = 5.0
 
 def http_client(server: HttpServer) -> httpx2.AsyncClient:
     """A client for `server`: the SDK's timeouts, the server's static headers and auth, cubepi's hooks."""
-    from mcp.shared._httpx_utils import create_mcp_http_client
+    import httpx2
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
     static = server.headers if isinstance(server.headers, Mapping) else None
-    client = create_mcp_http_client(headers=dict(static) if static else None, auth=server.auth)
-    hooks = client.event_hooks
-    client.event_hooks = {
-        **hooks,
-        "request": [*hooks.get("request", []), _apply_connection_headers, _bound_session_end],
-        "response": [*hooks.get("response", []), _record_status],
-    }
-    return client
+    limit = getattr(server, "max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES)
+    return _client_type()(
+        timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+        headers=dict(static) if static else None,
+        auth=server.auth,
+        event_hooks={
+            "request": [_apply_connection_headers],
+            "response": [_record_status, functools.partial(_bound_body, limit)],
+        },
+    )
+
+
+@functools.cache
+def _client_type() -> type[httpx2.AsyncClient]:
+    import httpx2
+
+    class Client(httpx2.AsyncClient):
+        """The SDK's client (`create_mcp_http_client`) with a total bound on ending a session."""
+
+        async def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
+            if request.method != "DELETE":
+                return await super().send(request, **options)
+            with anyio.move_on_after(HTTP_CLOSE_GRACE):
+                response = await super().send(request, **options)
+                try:
+                    await response.aread()
+                except BaseException:
+                    await response.aclose()
+                    raise
+                return response
+            raise httpx2.ReadTimeout(f"ending the session took longer than {HTTP_CLOSE_GRACE:g} s")
+
+    return Client
+
+
+@functools.cache
+def _bounded_body_type() -> Callable[[httpx2.AsyncByteStream, int], httpx2.AsyncByteStream]:
+    import httpx2
+
+    class BoundedBody(httpx2.AsyncByteStream):
+        """A response body that raises `ResponseTooLarge` once more than `limit` bytes came."""
+
+        def __init__(self, inner: httpx2.AsyncByteStream, limit: int) -> None:
+            self._inner = inner
+            self._limit = limit
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            seen = 0
+            async for chunk in self._inner:
+                seen += len(chunk)
+                if seen > self._limit:
+                    raise ResponseTooLarge(self._limit)
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return BoundedBody
 
 
 # The headers of the session being opened when `HttpServer.headers` is a callable: resolved once per
@@ -60,11 +117,14 @@ async def _apply_connection_headers(request: httpx2.Request) -> None:
         request.headers.update(headers)
 
 
-async def _bound_session_end(request: httpx2.Request) -> None:
-    if request.method == "DELETE":
-        import httpx2
+async def _bound_body(limit: int | None, response: httpx2.Response) -> None:
+    import httpx2
 
-        request.extensions["timeout"] = httpx2.Timeout(HTTP_CLOSE_GRACE).as_dict()
+    stream = response.stream
+    # An event stream is bounded per event, by the SDK (`max_sse_event_size`).
+    events = response.headers.get("content-type", "").lower().startswith("text/event-stream")
+    if limit is not None and not events and isinstance(stream, httpx2.AsyncByteStream):
+        response.stream = _bounded_body_type()(stream, limit)
 
 
 async def _record_status(response: httpx2.Response) -> None:

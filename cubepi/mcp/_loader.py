@@ -17,6 +17,7 @@ from ..errors import UserError
 from ._call import run_stateless
 from ._connection import MCPConnection
 from ._input import with_defaults
+from ._limits import DEFAULT_MAX_RESPONSE_BYTES, SAME_AS_SERVER, check_response_bytes
 from ._logs import server_logs
 from ._policies import (
     DEFAULT_MAX_CONCURRENCY,
@@ -27,7 +28,7 @@ from ._policies import (
     RetrySetting,
 )
 from ._servers import Headers, HttpServer, HttpTransport, ProtocolSetting, StderrCallback, StdioServer
-from ._session import SAME_AS_TIMEOUT, Endpoint, Protocol, Session, Timeouts
+from ._session import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Endpoint, Protocol, Session, Timeouts
 from ._tool import ToolCaller, stateless_caller, tool_spec
 from ._toollist import Listing, MCPToolList, guard, prepare_resources
 
@@ -46,7 +47,8 @@ async def load_mcp_tools(
     *,
     timeout: float | None = 30.0,
     startup_timeout: float | None = SAME_AS_TIMEOUT,
-    max_duration: float | None = None,
+    max_duration: float | None = DEFAULT_MAX_DURATION,
+    max_response_bytes: int | None = SAME_AS_SERVER,
     prespawn: bool = False,
     prefix: str | None = None,
     include: Iterable[str] | None = None,
@@ -69,7 +71,11 @@ async def load_mcp_tools(
       progress notification pushes the call's deadline back by `timeout`);
     - `startup_timeout` (default: `timeout`): start-up alone, for servers slow to start (a cold
       ``npx -y`` or ``uvx`` start downloads packages first);
-    - `max_duration` (default None): the hard bound of a call, progress or not.
+    - `max_duration` (default 600, ten minutes): the hard bound of a call, progress or not.
+
+    `max_response_bytes` (default: the server config's, 64 MiB; None: no limit) bounds one message the
+    server sends (a stdio line, an HTTP body, an event of a Streamable HTTP stream): a larger one fails
+    the call or the listing with an `MCPError` naming the limit, before it fills the caller's memory.
 
     The server's protocol is found once, here: ``server/discover`` (the 2026-07-28 revision), else the
     ``initialize`` handshake. On a 2026-07-28 server every call adopts the discover result (a call is one
@@ -120,6 +126,8 @@ async def load_mcp_tools(
             )
         if prespawn:
             raise UserError("prespawn=True applies to stateless stdio tools, not to a live connection")
+        if max_response_bytes is not SAME_AS_SERVER:
+            raise UserError("a connection's max_response_bytes goes to its server config")
         return await _load_from_connection(
             server, policies, Timeouts.from_options(timeout, startup_timeout, max_duration), max_concurrency
         )
@@ -128,6 +136,9 @@ async def load_mcp_tools(
             "load_mcp_tools takes a StdioServer or an HttpServer (or a connection from server.connect()), "
             f"got {type(server).__name__}"
         )
+    if max_response_bytes is not SAME_AS_SERVER:
+        limit = check_response_bytes(max_response_bytes)
+        server = dataclasses.replace(server, max_response_bytes=limit)
     endpoint = Endpoint(server, Timeouts.from_options(timeout, startup_timeout, max_duration))
     if elicitation_callback is not None:
         if not callable(elicitation_callback):
@@ -254,7 +265,8 @@ async def load_mcp_tools_stdio(
     protocol: ProtocolSetting = "auto",
     timeout: float | None = 30.0,
     startup_timeout: float | None = SAME_AS_TIMEOUT,
-    max_duration: float | None = None,
+    max_duration: float | None = DEFAULT_MAX_DURATION,
+    max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     prespawn: bool = False,
     prefix: str | None = None,
     include: Iterable[str] | None = None,
@@ -287,6 +299,7 @@ async def load_mcp_tools_stdio(
             inherit_env=inherit_env,
             on_stderr=on_stderr,
             protocol=protocol,
+            max_response_bytes=max_response_bytes,
         ),
         timeout=timeout,
         startup_timeout=startup_timeout,
@@ -314,7 +327,8 @@ async def load_mcp_tools_http(
     protocol: ProtocolSetting = "auto",
     timeout: float | None = 30.0,
     startup_timeout: float | None = SAME_AS_TIMEOUT,
-    max_duration: float | None = None,
+    max_duration: float | None = DEFAULT_MAX_DURATION,
+    max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     prefix: str | None = None,
     include: Iterable[str] | None = None,
     exclude: Iterable[str] | None = None,
@@ -334,7 +348,14 @@ async def load_mcp_tools_http(
     Timeouts and policies as for `load_mcp_tools`.
     """
     return await load_mcp_tools(
-        HttpServer(server_url, headers=headers, auth=auth, transport=transport, protocol=protocol),
+        HttpServer(
+            server_url,
+            headers=headers,
+            auth=auth,
+            transport=transport,
+            protocol=protocol,
+            max_response_bytes=max_response_bytes,
+        ),
         timeout=timeout,
         startup_timeout=startup_timeout,
         max_duration=max_duration,

@@ -157,6 +157,7 @@ async def _transport(
         server: StdioServer = endpoint.server  # type: ignore[assignment]
         params = _stdio_params(endpoint, attempt)
         capture = attempt.stderr = StderrCapture(on_line=server.on_stderr)
+        attempt.process.max_line = server.max_response_bytes
         async with contextlib.AsyncExitStack() as stack:
             try:
                 with track_process(attempt.process):
@@ -170,7 +171,8 @@ async def _transport(
     if kind == "streamable-http":
         from mcp.client.streamable_http import streamable_http_client
 
-        async with streamable_http_client(http.url, http_client=client) as streams:
+        bound = http.max_response_bytes
+        async with streamable_http_client(http.url, http_client=client, max_sse_event_size=bound) as streams:
             yield streams
     else:
         from mcp.client.sse import sse_client

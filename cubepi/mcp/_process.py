@@ -5,7 +5,9 @@ Two things the SDK's `stdio_client` keeps to itself are needed by cubepi:
 - the exit code of a server that died, for the error message (``exited with code 3``);
 - a linear read of long lines: the SDK's reader joins every chunk it reads to the unfinished line before it
   (``buffer + chunk``), which is quadratic in the length of a line, so a 50 MB result took minutes. Handing
-  it chunks that end at a newline makes every join trivial.
+  it chunks that end at a newline makes every join trivial;
+- a bound on a line (`max_response_bytes`): the SDK collects a line until its newline, so a server writing
+  without one would take all memory. A line past the limit fails the session with `ResponseTooLarge`.
 
 cubepi wraps the SDK's process factory (``mcp.client.stdio._create_platform_compatible_process``) once. The
 wrapper acts only inside `track_process()` (a context variable set around cubepi's own `stdio_client`), so
@@ -24,6 +26,8 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
+from ._limits import ResponseTooLarge
+
 __all__ = ["SPAWN_LIMIT", "ProcessInfo", "install", "track_process"]
 
 # How long spawning the server's process (not its start-up) may take. Spawning takes milliseconds; the
@@ -33,10 +37,14 @@ SPAWN_LIMIT = 3.0
 
 
 class ProcessInfo:
-    """What cubepi learns of one spawned stdio server: its pid and, once it has ended, its exit code."""
+    """What cubepi learns of one spawned stdio server: its pid and, once it has ended, its exit code.
+
+    `max_line` (set before the spawn) bounds one line of its stdout, in bytes (None: no bound).
+    """
 
     def __init__(self) -> None:
         self.process: Process | None = None
+        self.max_line: int | None = None
 
     @property
     def returncode(self) -> int | None:
@@ -60,14 +68,24 @@ def track_process(info: ProcessInfo) -> Iterator[ProcessInfo]:
 
 
 class _LineAligned(ByteReceiveStream):
-    """A byte stream whose chunks end at a newline (or at the end of the stream)."""
+    """A byte stream whose chunks end at a newline (or at the end of the stream), lines at most `limit`
+    bytes long.
 
-    def __init__(self, inner: ByteReceiveStream) -> None:
+    A line past `limit` raises `ResponseTooLarge` (what fails the session); every later read then ends the
+    stream at once, so that the SDK's drain of stdout stops instead of reading the rest of the line.
+    """
+
+    def __init__(self, inner: ByteReceiveStream, limit: int | None = None) -> None:
         self._inner = inner
+        self._limit = limit
         self._rest = b""  # never holds a newline: bytes after the last one of the previous chunk
+        self._failed = False
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
+        if self._failed:
+            raise anyio.ClosedResourceError
         parts: list[bytes] = [self._rest] if self._rest else []
+        pending = len(self._rest)  # bytes of the unfinished line in `parts`
         self._rest = b""
         while True:
             try:
@@ -78,11 +96,24 @@ class _LineAligned(ByteReceiveStream):
                 raise
             cut = chunk.rfind(b"\n")
             if cut == -1:
+                pending += len(chunk)
+                self._check(pending)
                 parts.append(chunk)
                 continue
+            if self._limit is not None:
+                first = chunk.find(b"\n")
+                self._check(pending + first)
+                if first != cut and self._limit < cut - first:
+                    self._check(max(len(line) for line in chunk[first + 1 : cut].split(b"\n")))
             parts.append(chunk[: cut + 1])
             self._rest = chunk[cut + 1 :]
             return b"".join(parts)
+
+    def _check(self, length: int) -> None:
+        if self._limit is not None and length > self._limit:
+            self._failed = True
+            self._rest = b""
+            raise ResponseTooLarge(self._limit)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -91,9 +122,9 @@ class _LineAligned(ByteReceiveStream):
 class _TrackedProcess(Process):
     """The SDK's process with a line-aligned stdout; everything else is the process itself."""
 
-    def __init__(self, inner: Process) -> None:
+    def __init__(self, inner: Process, max_line: int | None = None) -> None:
         self._inner = inner
-        self._stdout = _LineAligned(inner.stdout) if inner.stdout is not None else None
+        self._stdout = _LineAligned(inner.stdout, max_line) if inner.stdout is not None else None
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -113,6 +144,11 @@ class _TrackedProcess(Process):
     @property
     def pid(self) -> int:
         return self._inner.pid
+
+    @property
+    def _process(self) -> Any:
+        """The asyncio process under anyio's, which the SDK's shutdown looks for to close its transport."""
+        return getattr(self._inner, "_process", None)
 
     @property
     def returncode(self) -> int | None:
@@ -152,7 +188,7 @@ def install() -> None:
         info = _CURRENT.get()
         if info is None or not isinstance(process, Process):
             return process
-        tracked = _TrackedProcess(process)
+        tracked = _TrackedProcess(process, info.max_line)
         info.process = tracked
         return tracked
 

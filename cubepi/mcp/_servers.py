@@ -12,6 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
 from ._connection import MCPConnection, ToolsChangedCallback
+from ._limits import DEFAULT_MAX_RESPONSE_BYTES, check_response_bytes
 from ._session import SAME_AS_TIMEOUT
 
 if TYPE_CHECKING:
@@ -131,6 +132,9 @@ class StdioServer(_Connectable):
     Windows); a relative path with a directory part is relative to `cwd`. What the server prints on stderr
     is kept (the last 16 KiB, shown in startup and crash errors) and, with `on_stderr`, passed line by line
     to that callback; it runs on a helper thread, and an exception in it is logged, never raised.
+
+    `max_response_bytes` (default 64 MiB; None: no limit) bounds one message the server writes: a longer
+    line fails the call with an `MCPError` naming the limit, before it can fill the caller's memory.
     """
 
     command: str
@@ -140,10 +144,12 @@ class StdioServer(_Connectable):
     inherit_env: bool = False
     on_stderr: StderrCallback | None = field(default=None, compare=False)
     protocol: ProtocolSetting = "auto"
+    max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES
     kind: ClassVar[Literal["stdio"]] = "stdio"
 
     def __post_init__(self) -> None:
         _check_protocol(self.protocol)
+        check_response_bytes(self.max_response_bytes)
         if not isinstance(self.command, str) or not self.command:
             raise UserError(f"StdioServer needs a command, got {self.command!r}")
         if isinstance(self.args, str):
@@ -181,7 +187,10 @@ class StdioServer(_Connectable):
         cwd = f", cwd={os.fspath(self.cwd)!r}" if self.cwd is not None else ""
         inherit = ", inherit_env=True" if self.inherit_env else ""
         protocol = f", protocol={self.protocol!r}" if self.protocol != "auto" else ""
-        return f"StdioServer(command={self.command!r}, args={list(self.args)!r}{env}{cwd}{inherit}{protocol})"
+        return (
+            f"StdioServer(command={self.command!r}, args={list(self.args)!r}{env}{cwd}{inherit}{protocol}"
+            f"{_limit_repr(self.max_response_bytes)})"
+        )
 
 
 @dataclass(frozen=True, repr=False)
@@ -193,6 +202,9 @@ class HttpServer(_Connectable):
     `auth` (any `httpx2.Auth`, so the SDK's OAuth providers work) go on every request; header values never
     appear in a repr or an error, and neither does the URL's query string. `headers` may be a callable
     (sync or async) returning fresh headers: it is called once for each connection (rotating tokens).
+
+    `max_response_bytes` (default 64 MiB; None: no limit) bounds one response body, or one event of a
+    Streamable HTTP event stream: a larger one fails the call with an `MCPError` naming the limit.
     """
 
     url: str
@@ -200,10 +212,12 @@ class HttpServer(_Connectable):
     auth: httpx2.Auth | None = None
     transport: HttpTransport = "auto"
     protocol: ProtocolSetting = "auto"
+    max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES
     kind: ClassVar[Literal["http"]] = "http"
 
     def __post_init__(self) -> None:
         _check_protocol(self.protocol)
+        check_response_bytes(self.max_response_bytes)
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
             raise UserError(f"HttpServer needs an http:// or https:// URL, got {_safe_url(str(self.url))!r}")
         if self.transport not in _TRANSPORTS:
@@ -223,11 +237,16 @@ class HttpServer(_Connectable):
         auth = f", auth=<{type(self.auth).__name__}>" if self.auth is not None else ""
         protocol = f", protocol={self.protocol!r}" if self.protocol != "auto" else ""
         return (
-            f"HttpServer(url={_safe_url(self.url)!r}{headers}{auth}, transport={self.transport!r}{protocol})"
+            f"HttpServer(url={_safe_url(self.url)!r}{headers}{auth}, transport={self.transport!r}{protocol}"
+            f"{_limit_repr(self.max_response_bytes)})"
         )
 
 
 Server: TypeAlias = StdioServer | HttpServer
+
+
+def _limit_repr(limit: int | None) -> str:
+    return f", max_response_bytes={limit!r}" if limit != DEFAULT_MAX_RESPONSE_BYTES else ""
 
 
 def _safe_url(url: str) -> str:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ._toollist import ToolListResources
 
 __all__ = [
+    "DEFAULT_MAX_DURATION",
     "DEFAULT_TIMEOUT",
     "SAME_AS_TIMEOUT",
     "UNSUPPORTED_PROTOCOL_VERSION",
@@ -55,6 +56,9 @@ logger = logging.getLogger("cubepi.mcp")
 Phase = Literal["startup", "initialize", "list", "call", "close"]
 
 DEFAULT_TIMEOUT = 30.0
+# The hard bound of one call, however much progress it reports: finite, so that no server can hold a
+# caller forever; None (given explicitly) lifts it.
+DEFAULT_MAX_DURATION = 600.0
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 REQUEST_TIMEOUT = -32001
 # How many times a 2026-07-28 call may be sent again with the input its server asked for.
@@ -94,14 +98,14 @@ class Timeouts:
 
     `startup` bounds spawning / connecting plus ``initialize`` (or ``server/discover``); `list` the whole
     listing; `call` a ``tools/call`` with no progress: each progress notification the server sends pushes
-    the call's deadline back by `call`, and `max_duration` (None: no bound) caps the call however much
-    progress arrives.
+    the call's deadline back by `call`, and `max_duration` (default ten minutes; None: no bound) caps the
+    call however much progress arrives.
     """
 
     startup: float | None = DEFAULT_TIMEOUT
     list: float | None = DEFAULT_TIMEOUT
     call: float | None = DEFAULT_TIMEOUT
-    max_duration: float | None = None
+    max_duration: float | None = DEFAULT_MAX_DURATION
     startup_keyword: str = "timeout"  # the keyword that set `startup`, for error messages
 
     @classmethod
@@ -109,7 +113,7 @@ class Timeouts:
         cls,
         timeout: float | None = DEFAULT_TIMEOUT,
         startup_timeout: float | None = SAME_AS_TIMEOUT,
-        max_duration: float | None = None,
+        max_duration: float | None = DEFAULT_MAX_DURATION,
     ) -> Timeouts:
         """What the loaders' `timeout`, `startup_timeout` (default: `timeout`) and `max_duration` mean."""
         value = _seconds("timeout", timeout)
@@ -485,7 +489,10 @@ def timeout_error(
         verb = {"initialize": "initializing", "list": "listing the tools of", "startup": "starting"}
         action = f"{verb.get(phase, phase)} {server}"
     if what == "max_duration":
-        text = f"{action} ran past max_duration={limit:g} s (phase: {phase})"
+        text = (
+            f"{action} ran past max_duration={limit:g} s (phase: {phase}); raise max_duration for longer "
+            "calls (None: no limit)"
+        )
     elif phase == "call":
         text = f"{action} timed out: no result or progress for {limit:g} s (timeout; phase: {phase})"
     elif phase in ("startup", "initialize"):

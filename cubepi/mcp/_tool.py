@@ -13,7 +13,7 @@ from ..tools import AgentTool, AgentToolResult, ApprovalPolicy, UpdateCallback
 from ._call import run_stateless
 from ._content import render_mcp_content
 from ._output import OutputCheck
-from ._session import SAME_AS_TIMEOUT, Endpoint, Session, Timeouts
+from ._session import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Endpoint, Session, Timeouts
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
@@ -100,7 +100,7 @@ def make_mcp_agent_tool(
     *,
     timeout: float | None = 30.0,
     startup_timeout: float | None = SAME_AS_TIMEOUT,
-    max_duration: float | None = None,
+    max_duration: float | None = DEFAULT_MAX_DURATION,
 ) -> AgentTool:
     """Wrap one MCP tool definition (as `tools/list` returns it) as an `AgentTool` calling `server`.
 

@@ -25,7 +25,7 @@ def rows() -> list[tuple[str, str, str, str]]:
 def fault_tests() -> dict[str, bool]:
     """`file.py::test_name` -> whether the test (or one of its parameters) is marked xfail."""
     found: dict[str, bool] = {}
-    for path in sorted(FAULTS.glob("test_faults_*.py")):
+    for path in sorted([*FAULTS.glob("test_faults_*.py"), *FAULTS.glob("test_hostile*.py")]):
         if path.name == Path(__file__).name:
             continue
         source = path.read_text(encoding="utf-8")

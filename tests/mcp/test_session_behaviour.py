@@ -120,7 +120,7 @@ def test_timeouts_are_documented_kwargs_with_defaults() -> None:
         params = inspect.signature(loader).parameters
         assert params["timeout"].default == 30.0, loader
         assert params["startup_timeout"].default is SAME_AS_TIMEOUT, loader  # the value of `timeout`
-        assert params["max_duration"].default is None, loader
+        assert params["max_duration"].default == 600, loader  # finite: no server holds a caller for ever
         doc = inspect.getdoc(loader) or ""
         assert "startup_timeout" in doc or "load_mcp_tools" in doc
 
