@@ -23,7 +23,7 @@ from ..errors import MCPError
 from . import _errors
 from ._http import connection_headers, http_client, recording_status
 from ._input import with_defaults
-from ._process import track_process
+from ._process import end_group, track_process
 from ._sdk import ensure_sdk
 from ._session import (
     UNSUPPORTED_PROTOCOL_VERSION,
@@ -158,6 +158,7 @@ async def _transport(
         params = _stdio_params(endpoint, attempt)
         capture = attempt.stderr = StderrCapture(on_line=server.on_stderr)
         async with contextlib.AsyncExitStack() as stack:
+            stack.push_async_callback(end_group, attempt.process)  # once the SDK's transport has closed
             try:
                 with track_process(attempt.process):
                     streams = await stack.enter_async_context(stdio_client(params, errlog=capture.writer))
