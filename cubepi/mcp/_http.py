@@ -6,7 +6,9 @@
 - Ending a handshake-era session (its DELETE) may take at most `HTTP_CLOSE_GRACE`, not the client's read
   timeout: a server that never answers it would otherwise hold every stateless call for 30 s.
 - `recording_status`: the SDK turns an HTTP error answer into a JSON-RPC error and drops the status; a
-  response hook keeps it for the session's error message ("HTTP 401 ... check the headers / auth").
+  response hook keeps it for the session's error message ("HTTP 401 ... check the headers / auth"). A
+  request hook adds the values of the headers the user gave (and of ``Authorization``, where `auth` puts
+  its token) to the session's secrets, which are redacted from its errors and from httpx2's log lines.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import inspect
+import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MCPError
+from ._redact import redact, secret_values
 
 if TYPE_CHECKING:
     import httpx2
@@ -37,11 +41,13 @@ def http_client(server: HttpServer) -> httpx2.AsyncClient:
     static = server.headers if isinstance(server.headers, Mapping) else None
     client = create_mcp_http_client(headers=dict(static) if static else None, auth=server.auth)
     hooks = client.event_hooks
+    note_secrets = _SecretNoter((*_CREDENTIAL_HEADERS, *(static or {})))
     client.event_hooks = {
         **hooks,
-        "request": [*hooks.get("request", []), _apply_connection_headers, _bound_session_end],
+        "request": [*hooks.get("request", []), _apply_connection_headers, _bound_session_end, note_secrets],
         "response": [*hooks.get("response", []), _record_status],
     }
+    _redact_logs()
     return client
 
 
@@ -58,6 +64,58 @@ async def _apply_connection_headers(request: httpx2.Request) -> None:
     headers = _CONNECTION_HEADERS.get()
     if headers:
         request.headers.update(headers)
+
+
+# Headers whose values are credentials whoever set them (`auth` puts its token in ``Authorization``).
+_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization")
+
+
+class _SecretNoter:
+    """A request hook: the values of `names` (and of the session's resolved headers) become secrets of the
+    session being recorded (`recording_status`)."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+
+    async def __call__(self, request: httpx2.Request) -> None:
+        sink = _STATUS_SINK.get()
+        if sink is None:
+            return
+        names = (*self.names, *(_CONNECTION_HEADERS.get() or ()))
+        found = secret_values(request.headers[name] for name in names if name in request.headers)
+        if not set(found).issubset(sink.secrets):
+            sink.secrets = tuple(dict.fromkeys((*sink.secrets, *found)))
+
+
+class _RedactingFilter(logging.Filter):
+    """Takes the current session's secrets out of the log lines of the HTTP stack (which quote a server's
+    reason phrase and headers)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        secrets = getattr(_STATUS_SINK.get(), "secrets", ())
+        if secrets:
+            text = record.getMessage()
+            cleaned = redact(text, secrets)
+            if cleaned != text:
+                record.msg, record.args = cleaned, ()
+        return True
+
+
+_LOG_FILTER = _RedactingFilter()
+
+
+# A filter applies to the records of its own logger only, not to its children's.
+_HTTP_LOGGERS = (
+    "httpx2",
+    *(f"httpcore2.{name}" for name in ("connection", "http11", "http2", "proxy", "socks")),
+)
+
+
+def _redact_logs() -> None:
+    for name in _HTTP_LOGGERS:
+        logger = logging.getLogger(name)
+        if _LOG_FILTER not in logger.filters:
+            logger.addFilter(_LOG_FILTER)
 
 
 async def _bound_session_end(request: httpx2.Request) -> None:
