@@ -174,6 +174,15 @@ def test_bad_options(option: str, value: Any) -> None:
         Policies.create(**{option: value})
 
 
+def test_the_defaults() -> None:
+    policies = Policies.create()
+    assert (policies.prefix, policies.include, policies.exclude, policies.retries) == (None, None, None, 0)
+    assert (policies.max_output_chars, policies.result_renderer, policies.max_concurrency) == (None, None, 8)
+    assert policies.needs_approval is False
+    tool = build(Caller(), spec("read", readOnlyHint=True))["read"]
+    assert tool.needs_approval is False and tool.name == "read"
+
+
 @pytest.mark.parametrize(
     ("option", "value"),
     [("max_output_chars", 1), ("retries", 0), ("max_concurrency", 1), ("max_concurrency", None)],
