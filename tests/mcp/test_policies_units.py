@@ -356,3 +356,13 @@ def test_a_renderer_returning_something_else_is_a_user_error() -> None:
         policies.render(sdk_result())
     with pytest.raises(UserError):
         Policies.create(result_renderer=lambda raw: [TextContent("a"), "b"]).render(sdk_result())
+
+
+async def test_annotations_that_are_not_an_object_count_as_none(pauses: list[float]) -> None:
+    odd = {"name": "odd", "inputSchema": {"type": "object"}, "annotations": ["readOnlyHint"]}
+    caller = Caller(crash())
+    tools = build(caller, odd, retries=2, needs_approval="destructive")
+    assert tools["odd"].needs_approval is True  # no annotations: destructive by the spec's defaults
+    with pytest.raises(MCPError):
+        await tools["odd"].execute({})
+    assert len(caller.calls) == 1  # and not safe to repeat
