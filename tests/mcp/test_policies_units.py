@@ -3,6 +3,7 @@ renderers. The end-to-end behaviour against real servers is in test_policies.py.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -366,3 +367,29 @@ async def test_annotations_that_are_not_an_object_count_as_none(pauses: list[flo
     with pytest.raises(MCPError):
         await tools["odd"].execute({})
     assert len(caller.calls) == 1  # and not safe to repeat
+
+
+async def test_each_retry_is_logged_with_its_number(
+    pauses: list[float], caplog: pytest.LogCaptureFixture
+) -> None:
+    caller = Caller(crash(), crash())
+    tool = build(caller, spec("read", readOnlyHint=True), retries=3)["read"]
+    with caplog.at_level(logging.INFO, logger="cubepi.mcp"):
+        assert (await tool.execute({})).text == "ok"
+    retries = [r.getMessage() for r in caplog.records if r.getMessage().startswith("retrying")]
+    assert [message.split(" after:")[0] for message in retries] == [
+        "retrying tool 'read' (retry 1 of 3)",
+        "retrying tool 'read' (retry 2 of 3)",
+    ]
+
+
+def test_a_dict_result_keeps_its_images_when_cut() -> None:
+    raw = {
+        "content": [
+            {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+            {"type": "text", "text": "x" * 9},
+        ]
+    }
+    result = Policies.create(max_output_chars=4).render(raw)
+    assert isinstance(result.content[0], ImageContent)
+    assert texts(result) == ["xxxx\n[truncated: 5 of 9 characters cut (max_output_chars=4)]"]
