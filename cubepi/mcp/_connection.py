@@ -438,7 +438,7 @@ class MCPConnection:
         phase: str,
     ) -> T:
         assert self._attempt is not None
-        attempt = Attempt(tool_name=tool_name, stderr=self._attempt.stderr)
+        attempt = Attempt(tool_name=tool_name, stderr=self._attempt.stderr, secrets=self._attempt.secrets)
         view = Session(session.client, endpoint or self.endpoint, attempt)
         try:
             return await work(view)
@@ -456,6 +456,7 @@ class MCPConnection:
                 tool_name=tool_name,
                 stderr=await attempt.stderr_tail() if attempt.stderr is not None else None,
                 note=hint,
+                secrets=attempt.secrets,
             )
             _errors.reraise(error)
             raise  # pragma: no cover

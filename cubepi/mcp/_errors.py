@@ -16,6 +16,7 @@ import anyio
 
 from ..errors import CubepiError, MCPError
 from ._limits import ResponseTooLarge, sse_limit_hit
+from ._redact import redact
 
 __all__ = ["describe_failure", "is_cancellation", "leaves", "root_cause", "translate"]
 
@@ -158,10 +159,15 @@ def translate(
     note: str | None = None,
     exit_code: int | None = None,
     http_status: tuple[int, str] | None = None,
+    secrets: Iterable[str] = (),
+    forced_revision: str | None = None,
 ) -> BaseException:
     """The exception to raise in place of `exc`: its root cause as an `MCPError` (cubepi errors as-is).
 
-    `exit_code` (a stdio server's, once it has ended) is told when the connection was lost.
+    `exit_code` (a stdio server's, once it has ended) is told when the connection was lost. `secrets`
+    (what the user gave: header values, tokens, env values) are redacted from what the server sent.
+    `forced_revision` (the revision ``protocol=`` pins) is named when the server refused or garbled an
+    answer, since a server of the other era does.
     """
     root = root_cause(exc)
     if isinstance(root, CubepiError):
@@ -181,18 +187,32 @@ def translate(
     else:
         action = f"{what} {server}"
     context = f" ({note})" if note else ""
-    failure = describe_failure(root, http_status)
+    failure = redact(describe_failure(root, http_status), secrets)
     if exit_code is not None and _is_connection_lost(root):
         ended = f"exited with code {exit_code}" if exit_code >= 0 else f"killed by signal {-exit_code}"
         failure += f" ({ended})"
+    if forced_revision and _from_server(root):
+        failure += (
+            f"; the server may not speak protocol revision {forced_revision}, which "
+            f"protocol={forced_revision!r} forces: protocol='auto' finds out which revision it speaks"
+        )
     error = MCPError(
         f"{action} failed{context}: {failure}",
         tool_name=tool_name,
         server=server,
         stderr=stderr,
     )
-    error.__cause__ = _without_url_queries(root)
+    error.__cause__ = _cleaned(root, secrets)
     return error
+
+
+def _from_server(exc: BaseException) -> bool:
+    """A JSON-RPC error the server chose to send, or an answer of the wrong shape."""
+    from pydantic import ValidationError
+
+    if sdk_error_code(exc) is not None:
+        return not is_transport_mcp_error(exc)
+    return isinstance(exc, ValidationError) or "ValidationError" in type(exc).__name__
 
 
 def _is_connection_lost(exc: BaseException) -> bool:
@@ -204,32 +224,25 @@ def _is_connection_lost(exc: BaseException) -> bool:
 _URL_QUERY = re.compile(r"(https?://[^\s?#'\"<>]*)\?[^\s#'\"<>]*")
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """`text` with each of `secrets` (values of a stdio server's `env`) replaced by ``***``."""
-    for secret in sorted(set(secrets), key=len, reverse=True):
-        if len(secret) >= MIN_SECRET_LENGTH:
-            text = text.replace(secret, "***")
-    return text
+def _cleaned(exc: BaseException, secrets: Iterable[str]) -> BaseException:
+    """`exc`, or a stand-in whose message shows URLs without their query string (where tokens go) and
+    none of `secrets`.
 
-
-# Shorter env values (``1``, ``yes``, ``info``) are settings, not secrets, and would garble the text.
-MIN_SECRET_LENGTH = 6
-
-
-def _without_url_queries(exc: BaseException) -> BaseException:
-    """`exc`, or a copy of it whose message shows URLs without their query string (where tokens go).
-
-    httpx puts the full request URL in its messages; the error cubepi raises chains this exception, and a
-    traceback prints it.
+    httpx puts the full request URL in its messages, and a server's text (a JSON-RPC error message) may
+    quote a secret; the error cubepi raises chains this exception, and a traceback prints it. An SDK error
+    keeps the server's text in attributes too (``error.message``): it is replaced by a plain copy.
     """
     text = str(exc)
-    if not _URL_QUERY.search(text):
+    cleaned = redact(_URL_QUERY.sub(r"\1?…", text), secrets)
+    if cleaned == text:
         return exc
+    if type(exc).__module__.startswith("mcp."):
+        return RuntimeError(f"{type(exc).__name__}: {cleaned}")
     try:
         clone = copy.copy(exc)
-        clone.args = (_URL_QUERY.sub(r"\1?…", text),)
+        clone.args = (cleaned,)
     except Exception:  # an exception type that cannot be copied: keep the chain, drop this link
-        return RuntimeError(_URL_QUERY.sub(r"\1?…", text))
+        return RuntimeError(cleaned)
     clone.__traceback__ = exc.__traceback__
     clone.__cause__ = None
     clone.__suppress_context__ = True

@@ -8,7 +8,9 @@
 - A response body may hold at most `HttpServer.max_response_bytes`, counted as it arrives (a body that
   never ends fails with `ResponseTooLarge`); SSE bodies are bounded per event by the SDK instead.
 - `recording_status`: the SDK turns an HTTP error answer into a JSON-RPC error and drops the status; a
-  response hook keeps it for the session's error message ("HTTP 401 ... check the headers / auth").
+  response hook keeps it for the session's error message ("HTTP 401 ... check the headers / auth"). A
+  request hook adds the values of the headers the user gave (and of ``Authorization``, where `auth` puts
+  its token) to the session's secrets, which are redacted from its errors and from httpx2's log lines.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import contextlib
 import contextvars
 import functools
 import inspect
+import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +27,7 @@ import anyio
 
 from ..errors import MCPError
 from ._limits import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLarge
+from ._redact import redact, secret_values
 
 if TYPE_CHECKING:
     import httpx2
@@ -43,12 +47,13 @@ def http_client(server: HttpServer) -> httpx2.AsyncClient:
 
     static = server.headers if isinstance(server.headers, Mapping) else None
     limit = getattr(server, "max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES)
+    _redact_logs()
     return _client_type()(
         timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
         headers=dict(static) if static else None,
         auth=server.auth,
         event_hooks={
-            "request": [_apply_connection_headers],
+            "request": [_apply_connection_headers, _SecretNoter((*_CREDENTIAL_HEADERS, *(static or {})))],
             "response": [_record_status, functools.partial(_bound_body, limit)],
         },
     )
@@ -115,6 +120,58 @@ async def _apply_connection_headers(request: httpx2.Request) -> None:
     headers = _CONNECTION_HEADERS.get()
     if headers:
         request.headers.update(headers)
+
+
+# Headers whose values are credentials whoever set them (`auth` puts its token in ``Authorization``).
+_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization")
+
+
+class _SecretNoter:
+    """A request hook: the values of `names` (and of the session's resolved headers) become secrets of the
+    session being recorded (`recording_status`)."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+
+    async def __call__(self, request: httpx2.Request) -> None:
+        sink = _STATUS_SINK.get()
+        if sink is None:
+            return
+        names = (*self.names, *(_CONNECTION_HEADERS.get() or ()))
+        found = secret_values(request.headers[name] for name in names if name in request.headers)
+        if not set(found).issubset(sink.secrets):
+            sink.secrets = tuple(dict.fromkeys((*sink.secrets, *found)))
+
+
+class _RedactingFilter(logging.Filter):
+    """Takes the current session's secrets out of the log lines of the HTTP stack (which quote a server's
+    reason phrase and headers)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        secrets = getattr(_STATUS_SINK.get(), "secrets", ())
+        if secrets:
+            text = record.getMessage()
+            cleaned = redact(text, secrets)
+            if cleaned != text:
+                record.msg, record.args = cleaned, ()
+        return True
+
+
+_LOG_FILTER = _RedactingFilter()
+
+
+# A filter applies to the records of its own logger only, not to its children's.
+_HTTP_LOGGERS = (
+    "httpx2",
+    *(f"httpcore2.{name}" for name in ("connection", "http11", "http2", "proxy", "socks")),
+)
+
+
+def _redact_logs() -> None:
+    for name in _HTTP_LOGGERS:
+        logger = logging.getLogger(name)
+        if _LOG_FILTER not in logger.filters:
+            logger.addFilter(_LOG_FILTER)
 
 
 async def _bound_body(limit: int | None, response: httpx2.Response) -> None:

@@ -23,7 +23,8 @@ from ..errors import MCPError
 from . import _errors
 from ._http import connection_headers, http_client, recording_status
 from ._input import with_defaults
-from ._process import track_process
+from ._process import end_group, track_process
+from ._redact import secret_values
 from ._sdk import ensure_sdk
 from ._session import (
     UNSUPPORTED_PROTOCOL_VERSION,
@@ -107,6 +108,7 @@ async def _start(endpoint: Endpoint, client: ClientSession, attempt: Attempt) ->
     if pinned != "auto":
         from mcp import types
 
+        attempt.forced_revision = pinned
         discover = known.discover if known is not None else None
         if discover is None:
             discover = types.DiscoverResult(
@@ -134,7 +136,7 @@ def _stdio_params(endpoint: Endpoint, attempt: Attempt) -> Any:
 
     server: StdioServer = endpoint.server  # type: ignore[assignment]
     env = server.environment()
-    attempt.secrets = tuple((server.env or {}).values())
+    attempt.secrets = secret_values((server.env or {}).values())
     return StdioServerParameters(
         command=resolve_command(server, env),
         args=list(server.args),
@@ -159,6 +161,7 @@ async def _transport(
         capture = attempt.stderr = StderrCapture(on_line=server.on_stderr)
         attempt.process.max_line = server.max_response_bytes
         async with contextlib.AsyncExitStack() as stack:
+            stack.push_async_callback(end_group, attempt.process)  # once the SDK's transport has closed
             try:
                 with track_process(attempt.process):
                     streams = await stack.enter_async_context(stdio_client(params, errlog=capture.writer))

@@ -1,13 +1,17 @@
 """The stdio server's process, as the MCP SDK spawns it: its exit code for errors, its stdout line-aligned.
 
-Two things the SDK's `stdio_client` keeps to itself are needed by cubepi:
+Four things the SDK's `stdio_client` keeps to itself are needed by cubepi:
 
 - the exit code of a server that died, for the error message (``exited with code 3``);
 - a linear read of long lines: the SDK's reader joins every chunk it reads to the unfinished line before it
   (``buffer + chunk``), which is quadratic in the length of a line, so a 50 MB result took minutes. Handing
   it chunks that end at a newline makes every join trivial;
 - a bound on a line (`max_response_bytes`): the SDK collects a line until its newline, so a server writing
-  without one would take all memory. A line past the limit fails the session with `ResponseTooLarge`.
+  without one would take all memory. A line past the limit fails the session with `ResponseTooLarge`;
+- the server's process group, to end what is left of it (`end_group`): the SDK signals the group only
+  when the server outlives its grace, so a server that exits at once on stdin EOF left its children
+  (``npx`` starts ``node``) running; and the server's exit itself, since such a child holds the stdout
+  pipe open, and a server that died mid-call looked alive until the call's timeout (`_EndsWithServer`).
 
 cubepi wraps the SDK's process factory (``mcp.client.stdio._create_platform_compatible_process``) once. The
 wrapper acts only inside `track_process()` (a context variable set around cubepi's own `stdio_client`), so
@@ -28,7 +32,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
 from ._limits import ResponseTooLarge
 
-__all__ = ["SPAWN_LIMIT", "ProcessInfo", "install", "track_process"]
+__all__ = ["SPAWN_LIMIT", "ProcessInfo", "end_group", "install", "track_process"]
 
 # How long spawning the server's process (not its start-up) may take. Spawning takes milliseconds; the
 # bound is for CPython's asyncio (3.11 to 3.13 at least, gh-103847): when the loop ends while a process is
@@ -65,6 +69,48 @@ def track_process(info: ProcessInfo) -> Iterator[ProcessInfo]:
         yield info
     finally:
         _CURRENT.reset(token)
+
+
+async def end_group(info: ProcessInfo) -> None:
+    """End what is left of the server's process group, once the SDK's transport has closed.
+
+    SIGTERM to the group, SIGKILL to what is left after the SDK's own grace (``FORCE_KILL_TIMEOUT``): the
+    SDK's own tree kill, applied also when the server itself exited. The SDK starts the server in a new
+    session, so its pid is the group's id; that id is not given to a new process while a member of the
+    group lives (and when none does, the group is gone and the signal reaches no one, barring a pid
+    reused within these milliseconds). Shielded: it runs when the call was cancelled, too.
+    """
+    process = info.process
+    if process is None or sys.platform == "win32":
+        return
+    from mcp.client.stdio import FORCE_KILL_TIMEOUT
+    from mcp.os.posix.utilities import terminate_posix_process_tree
+
+    with anyio.CancelScope(shield=True):
+        await terminate_posix_process_tree(process, FORCE_KILL_TIMEOUT)
+
+
+class _EndsWithServer(ByteReceiveStream):
+    """The server's stdout, ended once the server has exited and nothing more arrives for `EXIT_POLL` s,
+    even while a child it left behind keeps the pipe open."""
+
+    def __init__(self, inner: ByteReceiveStream, process: Process) -> None:
+        self._inner = inner
+        self._process = process
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            with anyio.move_on_after(EXIT_POLL):
+                return await self._inner.receive(max_bytes)
+            if self._process.returncode is not None:
+                raise anyio.EndOfStream
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+# How often a silent server's stdout looks whether the server is still running (see `_EndsWithServer`).
+EXIT_POLL = 0.2
 
 
 class _LineAligned(ByteReceiveStream):
@@ -124,7 +170,8 @@ class _TrackedProcess(Process):
 
     def __init__(self, inner: Process, max_line: int | None = None) -> None:
         self._inner = inner
-        self._stdout = _LineAligned(inner.stdout, max_line) if inner.stdout is not None else None
+        stdout = inner.stdout
+        self._stdout = _LineAligned(_EndsWithServer(stdout, inner), max_line) if stdout is not None else None
 
     async def aclose(self) -> None:
         await self._inner.aclose()

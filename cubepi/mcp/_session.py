@@ -26,6 +26,7 @@ from . import _errors
 from ._http import recording_status
 from ._input import missing_input_hint
 from ._process import ProcessInfo
+from ._redact import redact
 from ._stderr import StderrCapture
 
 if TYPE_CHECKING:
@@ -185,11 +186,13 @@ class Attempt:
     phase: Phase = "startup"
     stderr: StderrCapture | None = None
     note: str | None = None  # context for the error message, e.g. how the Streamable HTTP attempt failed
-    # The stdio server's process (its exit code for errors) and its `env` values, kept out of the stderr tail.
+    # The stdio server's process (its exit code for errors); what the user gave (`env` values, header values,
+    # tokens: see `_redact`), kept out of every message built from what the server sent.
     process: ProcessInfo = field(default_factory=ProcessInfo)
     secrets: tuple[str, ...] = ()
     http_status: int | None = None  # the last HTTP error (or redirect) status the server answered
     http_reason: str = ""
+    forced_revision: str | None = None  # the revision `protocol=` pins, for the error's hint
     # Set when the caller is cancelled while the session is still being opened (see `interrupt`).
     interrupted: bool = False
     opening: anyio.CancelScope | None = None
@@ -199,7 +202,7 @@ class Attempt:
             return None
         with anyio.CancelScope(shield=True):
             tail = await self.stderr.final_tail()
-        return _errors.redact(tail, self.secrets) or None
+        return redact(tail, self.secrets) or None
 
     @property
     def exit_code(self) -> int | None:
@@ -223,6 +226,8 @@ class Attempt:
             note=self.note,
             exit_code=self.exit_code,
             http_status=(self.http_status, self.http_reason) if self.http_status else None,
+            secrets=self.secrets,
+            forced_revision=self.forced_revision,
         )
 
 

@@ -118,14 +118,15 @@ async def test_tool_call_then_answer_and_request_contents() -> None:
 async def test_calls_of_one_turn_run_concurrently_and_results_keep_call_order() -> None:
     first_started = anyio.Event()
     second_started = anyio.Event()
+    second_finished = anyio.Event()
     finished: list[str] = []
 
     @tool
     async def first() -> str:
-        """Waits for the second call to start."""
+        """Waits for the second call to start, then to finish."""
         first_started.set()
         await second_started.wait()
-        await anyio.sleep(0.05)
+        await second_finished.wait()
         finished.append("first")
         return "first done"
 
@@ -135,6 +136,7 @@ async def test_calls_of_one_turn_run_concurrently_and_results_keep_call_order() 
         second_started.set()
         await first_started.wait()
         finished.append("second")
+        second_finished.set()
         return "second done"
 
     agent, _ = agent_with([[ToolCall("1", "first"), ToolCall("2", "second")], "ok"], [first, second])
@@ -598,15 +600,18 @@ async def test_a_failing_provider_propagates_and_ends_the_agent_with_the_error()
 
 async def test_one_prompt_at_a_time() -> None:
     gate = anyio.Event()
+    asked = anyio.Event()
 
     async def slow_reply(request: ProviderRequest) -> str:
+        asked.set()
         await gate.wait()
         return "done"
 
     agent, _ = agent_with(slow_reply, [])
     async with anyio.create_task_group() as group:
         group.start_soon(agent.prompt, "first")
-        await anyio.sleep(0.01)
+        with anyio.fail_after(5):
+            await asked.wait()
         with pytest.raises(UserError, match="already running"):
             await agent.prompt("second")
         gate.set()

@@ -11,14 +11,16 @@ DOC = FAULTS.parent.parent / "docs" / "reliability.md"
 
 
 def rows() -> list[tuple[str, str, str, str]]:
+    """The rows of every table between ``<!-- cases: begin -->`` and ``<!-- cases: end -->``."""
     text = DOC.read_text(encoding="utf-8")
-    table = text.split("<!-- cases: begin -->", 1)[1].split("<!-- cases: end -->", 1)[0]
     found = []
-    for line in table.strip().splitlines()[2:]:
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        assert len(cells) == 4, f"a row needs 4 cells: {line}"
-        case, seen, status, test = cells
-        found.append((case, seen, status, test.strip("`")))
+    for block in text.split("<!-- cases: begin -->")[1:]:
+        table = block.split("<!-- cases: end -->", 1)[0]
+        for line in table.strip().splitlines()[2:]:
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            assert len(cells) == 4, f"a row needs 4 cells: {line}"
+            case, seen, status, test = cells
+            found.append((case, seen, status, test.strip("`")))
     return found
 
 

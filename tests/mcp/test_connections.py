@@ -8,11 +8,13 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 import pytest
 from conftest import (
     KITCHEN,
@@ -38,6 +40,23 @@ def stdio() -> StdioServer:
 
 def by_name(tools: list[AgentTool]) -> dict[str, AgentTool]:
     return {t.name: t for t in tools}
+
+
+async def kill(pid: int) -> None:
+    """SIGKILL the server `pid` and wait (bounded) until it has died."""
+    process = psutil.Process(pid)
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while _running(process):
+        assert time.monotonic() < deadline, f"server {pid} still running after SIGKILL"
+        await anyio.sleep(0.01)
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 @pytest.fixture(scope="module")
@@ -119,8 +138,7 @@ async def test_fifty_concurrent_calls_over_one_http_connection(
 async def test_killed_server_without_auto_reconnect(tmp_path: Path, leaks: LeakChecker) -> None:
     async with stdio().connect() as conn:
         tools = by_name(await load_mcp_tools(conn, include=["pid", "flaky_write"]))
-        os.kill(int((await tools["pid"].execute({})).text), signal.SIGKILL)
-        await anyio.sleep(0.2)
+        await kill(int((await tools["pid"].execute({})).text))
         with pytest.raises(MCPError) as caught:
             await tools["pid"].execute({})
         message = str(caught.value)
@@ -136,8 +154,7 @@ async def test_killed_server_with_auto_reconnect(leaks: LeakChecker) -> None:
     async with stdio().connect(auto_reconnect=True) as conn:
         tools = by_name(await load_mcp_tools(conn, include=["pid"]))
         before = (await tools["pid"].execute({})).text
-        os.kill(int(before), signal.SIGKILL)
-        await anyio.sleep(0.2)
+        await kill(int(before))
         after = (await tools["pid"].execute({})).text
         assert after != before and conn.reconnects == 1
         assert (await tools["pid"].execute({})).text == after, "the new connection is kept"
@@ -148,8 +165,7 @@ async def test_killed_server_with_auto_reconnect(leaks: LeakChecker) -> None:
 async def test_concurrent_failures_reconnect_once(leaks: LeakChecker) -> None:
     async with stdio().connect(auto_reconnect=True) as conn:
         tools = by_name(await load_mcp_tools(conn, include=["pid", "hold"]))
-        os.kill(int((await tools["pid"].execute({})).text), signal.SIGKILL)
-        await anyio.sleep(0.2)
+        await kill(int((await tools["pid"].execute({})).text))
         results: list[str] = []
 
         async def one() -> None:
@@ -187,8 +203,7 @@ async def test_reconnect_that_fails_raises(tmp_path: Path, leaks: LeakChecker) -
     async with StdioServer(PYTHON, ["-c", script]).connect(auto_reconnect=True) as conn:
         tools = by_name(await load_mcp_tools(conn, include=["pid"]))
         flag.write_text("")
-        os.kill(int((await tools["pid"].execute({})).text), signal.SIGKILL)
-        await anyio.sleep(0.2)
+        await kill(int((await tools["pid"].execute({})).text))
         with pytest.raises(MCPError) as caught:
             await tools["pid"].execute({})
         assert isinstance(caught.value.__cause__, MCPError) or caught.value.__cause__ is not None

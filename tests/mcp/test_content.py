@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 
+import pytest
 from mcp import types
 
 from cubepi import ImageContent, TextContent
@@ -92,3 +93,82 @@ def test_is_error_is_a_result_marked_for_the_model() -> None:
 def test_unknown_block_types_are_named_not_dropped() -> None:
     rendered = render_mcp_content({"content": [{"type": "hologram", "data": "..."}]})
     assert rendered.text == "[unsupported content: hologram]"
+
+
+@pytest.mark.parametrize(
+    "size", [0, 1, 2, 3, 4, 5, 6, 1023, 1024, 1025, 5000, 1024 * 1024 - 1, 1024 * 1024, 3 * 1024 * 1024 + 7]
+)
+def test_placeholder_sizes_are_the_decoded_size(size: int) -> None:
+    """Audio and blob placeholders show the decoded size, padded or not, in bytes, KiB or MiB."""
+    data = base64.b64encode(b"\1" * size).decode()
+    if size < 1024:
+        shown = f"{size} bytes"
+    elif size < 1024 * 1024:
+        shown = f"{size / 1024:.1f} KiB"
+    else:
+        shown = f"{size / (1024 * 1024):.1f} MiB"
+    for text in (data, data.rstrip("=")):
+        audio = render_mcp_content({"content": [{"type": "audio", "data": text, "mimeType": "audio/wav"}]})
+        assert audio.text == f"[audio: audio/wav, {shown}]"
+        resource = {"uri": "memo://b", "mimeType": "application/zip", "blob": text}
+        blob = render_mcp_content({"content": [{"type": "resource", "resource": resource}]})
+        assert blob.text == f"[resource: memo://b (application/zip, {shown})]"
+
+
+def test_placeholder_sizes_of_odd_data() -> None:
+    def audio(data: object) -> str:
+        block = {"type": "audio", "data": data, "mimeType": "audio/ogg"}
+        return render_mcp_content({"content": [block]}).text
+
+    assert audio(None) == "[audio: audio/ogg, 0 bytes]"
+    assert audio("  " + base64.b64encode(b"abc").decode() + "\n") == "[audio: audio/ogg, 3 bytes]"
+    assert audio("abcdefgh=abc") == "[audio: audio/ogg, 9 bytes]"  # not base64: estimated from its length
+    no_type = render_mcp_content({"content": [{"type": "audio", "data": ""}]})
+    assert no_type.text == "[audio: audio, 0 bytes]"
+
+
+def test_other_blocks_and_a_resource_without_content() -> None:
+    rendered = render_mcp_content(
+        {
+            "content": [
+                {"type": "text"},
+                {"type": "image", "data": PNG_B64},
+                {"type": "resource", "resource": {"uri": "memo://empty"}},
+                {"type": "resource_link"},
+                {"type": "hologram"},
+            ]
+        }
+    )
+    assert rendered.content == [
+        TextContent(""),
+        ImageContent(data=PNG_B64, mime_type="image/png"),
+        TextContent("[resource: memo://empty]"),
+        TextContent("[resource link: ]"),
+        TextContent("[unsupported content: hologram]"),
+    ]
+
+
+def test_meta_goes_to_details_and_sdk_objects_drop_their_nones() -> None:
+    rendered = render_mcp_content({"content": [], "_meta": {"trace": "t1"}})
+    assert rendered.details == {"meta": {"trace": "t1"}}
+    sdk = types.CallToolResult(content=[types.TextContent(type="text", text="x")], _meta={"trace": "t2"})
+    assert render_mcp_content(sdk).details == {"meta": {"trace": "t2"}}
+    assert render_mcp_content({"content": [], "_meta": {}}).details == {}
+
+
+def test_errors_are_marked_once() -> None:
+    already = {"type": "text", "text": "[tool error] already"}
+    marked = render_mcp_content({"content": [already], "isError": True})
+    assert marked.text == "[tool error] already"
+    image_first = render_mcp_content(
+        {"content": [{"type": "image", "data": PNG_B64}, {"type": "text", "text": "bad"}], "isError": True}
+    )
+    assert image_first.content[1] == TextContent("[tool error] bad")
+    silent = render_mcp_content({"content": [{"type": "image", "data": PNG_B64}], "isError": True})
+    assert silent.content[0] == TextContent("[tool error] the tool reported an error without a message")
+    assert isinstance(silent.content[1], ImageContent)
+
+
+def test_anything_else_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="expects an MCP CallToolResult or its dict, got list"):
+        render_mcp_content([])

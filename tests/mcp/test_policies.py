@@ -236,15 +236,23 @@ async def test_max_concurrency_limits_stateless_calls(annotated_http: RunningSer
 
 
 async def test_the_limit_is_shared_by_the_tools_of_a_list(annotated_http: RunningServer) -> None:
-    tools = await load_mcp_tools_http(annotated_http.url, include=["hold", "peak"], max_concurrency=1)
-    hold, peak = tools[0] if tools[0].name == "hold" else tools[1], by_name(tools)["peak"]
-    with anyio.fail_after(10):
+    url = annotated_http.url
+    tools = by_name(await load_mcp_tools_http(url, include=["hold", "peak"], max_concurrency=1))
+    watch = by_name(await load_mcp_tools_http(url, include=["peak"]))["peak"]  # a list with its own limit
+    await watch.execute({})  # reset
+    held = anyio.Event()
+
+    async def hold() -> None:
+        await tools["hold"].execute({"seconds": 1.0})
+        held.set()
+
+    with anyio.fail_after(20):
         async with anyio.create_task_group() as group:
-            group.start_soon(hold.execute, {"seconds": 0.5})
-            await anyio.sleep(0.2)
-            started = anyio.current_time()
-            await peak.execute({})  # waits for the hold call's slot
-            assert anyio.current_time() - started > 0.2
+            group.start_soon(hold)
+            while (await watch.execute({})).text != "1":  # the hold call is in flight at the server
+                pass
+            await tools["peak"].execute({})  # waits for the hold call's slot
+            assert held.is_set(), "peak ran while hold had the list's only slot"
 
 
 async def test_retries_follow_annotations(tmp_path: Path, leaks: LeakChecker) -> None:

@@ -12,6 +12,7 @@ import logging
 import os
 import stat
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -415,14 +416,22 @@ async def test_on_stderr_gets_each_line(leaks: LeakChecker) -> None:
 
 
 async def test_a_failing_on_stderr_never_breaks_the_call(caplog: pytest.LogCaptureFixture) -> None:
+    noise: list[str] = []
+    all_seen = threading.Event()
+
     def broken(line: str) -> None:
+        if line.startswith("noise"):
+            noise.append(line)
+            if len(noise) == 5:
+                all_seen.set()
         raise RuntimeError("callback bug")
 
     noisy = make_mcp_agent_tool(spec("noisy", lines={"type": "integer"}), behaviour(on_stderr=broken))
     with caplog.at_level(logging.WARNING, logger="cubepi.mcp"):
         result = await noisy.execute({"lines": 5})
-    assert result.text == "made some noise"
-    await anyio.sleep(0.2)
+        assert result.text == "made some noise"
+        # The pump thread may lag a little behind the call.
+        assert await anyio.to_thread.run_sync(all_seen.wait, 10)
     failures = [r for r in caplog.records if "on_stderr" in r.getMessage()]
     assert len(failures) == 1  # logged once, not once per line
 

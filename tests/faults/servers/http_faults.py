@@ -13,6 +13,8 @@ Paths on PORT (Streamable HTTP with JSON responses, stateless, unless said other
 /slow-init    initialize (and server/discover) answered after 30 s
 /slow-delete  a stateful server (initialize gives an ``Mcp-Session-Id``) whose DELETE hangs for 30 s
 /redirect     307 to http://127.0.0.1:OTHER_PORT/mcp (another origin, which records what it got)
+/echo-401     answers 401 with the reason phrase ``Denied for <its Authorization header>``
+/echo-error   a working server, but tools/list gets a JSON-RPC error quoting the X-Api-Key header
 
 Every MCP path speaks both protocol eras, deciding per request as 2026-07-28 does: a request whose
 ``params._meta`` carries ``io.modelcontextprotocol/protocolVersion`` is answered the 2026-07-28 way
@@ -167,6 +169,17 @@ class Handler(BaseHTTPRequestHandler):
             status = int(path.rsplit("/", 1)[1])
             extra = {"WWW_Authenticate": 'Bearer realm="faults"'} if status == 401 else {}
             self._send(status, json.dumps({"error": f"status {status}"}).encode(), **extra)
+        elif path == "/echo-401":
+            self.send_response(401, f"Denied for {self.headers.get('Authorization')}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif path == "/echo-error" and method == "POST" and '"tools/list"' in body:
+            message = json.loads(body)
+            key = self.headers.get("X-Api-Key")
+            error = {"code": -32603, "message": f"key {key} is not allowed to list"}
+            self._send(200, json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}).encode())
+        elif path == "/echo-error":
+            self._mcp(method, body)
         elif path == "/redirect":
             self._send(307, b"", Location=f"http://127.0.0.1:{OTHER_PORT}/mcp")
         elif path in ("/sse-404", "/sse-405"):

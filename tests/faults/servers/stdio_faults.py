@@ -25,12 +25,17 @@ slow_start    sleeps --size seconds before reading anything (a cold npx start)
 `--record FILE` appends every message received (one JSON object a line) to FILE.
 `--print-env NAME` prints ``NAME=<value>`` of its environment to stderr at start (a chatty server).
 `--flood MB` writes MB megabytes to stderr at start and during every call, in any mode.
+`--secret-at-cut NAME WINDOW` (mode exit) last prints the value of NAME so that the last WINDOW bytes of
+stderr begin 2 characters into it (a tail window cutting the secret).
+`--grandchild FILE` starts a child in the server's process group that sleeps forever (stdout and stderr
+inherited, as `npx` starts `node`) and appends its pid to FILE; the server still exits when its stdin closes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -171,8 +176,16 @@ def main() -> None:
         name = option("--print-env") or ""
         sys.stderr.write(f"stdio_faults: using {name}={os.environ.get(name)}\n")
         sys.stderr.flush()
+    if option("--grandchild"):
+        child = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(3600)"])
+        with open(option("--grandchild") or "", "a", encoding="utf-8") as pids:
+            pids.write(f"{child.pid}\n")
     if MODE == "exit":
         sys.stderr.write("stdio_faults: starting\nstdio_faults: FATAL cannot open config\n")
+        if option("--secret-at-cut"):
+            value = os.environ.get(option("--secret-at-cut") or "", "")
+            window = int(OPTIONS[OPTIONS.index("--secret-at-cut") + 2])
+            sys.stderr.write(f"token={value}\n" + "." * (window - len(value)) + "\n")
         sys.stderr.flush()
         sys.exit(3)
     if FLOOD_MB:
