@@ -9,7 +9,7 @@ version probes the server once more and is sent again.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -38,8 +38,11 @@ async def run_stateless(
     resources = endpoint.resources
     if resources is not None:
         resources.check_open()
-        own_input = "elicitation_callback" in endpoint.callbacks or lent_elicitation() is None
-        if resources.spares is not None and not session_kwargs and own_input:
+        if (
+            resources.spares is not None
+            and not session_kwargs
+            and ("elicitation_callback" in endpoint.callbacks or lent_elicitation() is None)
+        ):
             outcome = await resources.spares.run(work, tool_name=tool_name)
             if outcome is not resources.spares.NONE:
                 return outcome  # type: ignore[return-value]
@@ -59,11 +62,57 @@ async def run_fresh(
 ) -> T:
     """Open a fresh session, run `work`, close it; translate what fails.
 
+    A 2026-07-28 session over Streamable HTTP whose discover result is known sends nothing but `work`'s
+    requests and closes without a word to the server (no session to end): the caller's cancellation
+    simply runs through it, aborting the request under way, which tells the server. Any other session
+    has a shutdown worth waiting for: cancellation of the caller then interrupts `work` only, and the
+    transport is closed under a shield (see `_run_shielded`).
+    """
+    attempt = Attempt(tool_name=tool_name)
+    if not _closes_quietly(endpoint):
+        return await _run_shielded(endpoint, work, attempt, session_kwargs)
+    try:
+        async with open_session(endpoint, attempt, **session_kwargs) as session:
+            return await work(session)
+    except BaseException as exc:
+        await _raise_failure(exc, endpoint, attempt)
+
+
+def _closes_quietly(endpoint: Endpoint) -> bool:
+    """Whether a session to `endpoint` ends without telling the server anything: a 2026-07-28 session over
+    Streamable HTTP (stateless: no process to stop, no session to DELETE)."""
+    protocol = endpoint.protocol
+    return (
+        protocol is not None
+        and protocol.stateless
+        and endpoint.http_transport == "streamable-http"
+        and endpoint.server.kind == "http"
+    )
+
+
+async def _raise_failure(exc: BaseException, endpoint: Endpoint, attempt: Attempt) -> NoReturn:
+    """Raise what the caller sees for `exc`: a cancellation as it is, `_ProtocolRefused` for a call the
+    server refused for its adopted protocol version, else one readable error."""
+    if _errors.is_cancellation(exc):
+        raise exc
+    leaves = _errors.leaves(exc)
+    if any(_errors.sdk_error_code(leaf) == UNSUPPORTED_PROTOCOL_VERSION for leaf in leaves) and (
+        endpoint.protocol is not None and getattr(endpoint.server, "protocol", "auto") == "auto"
+    ):
+        raise _ProtocolRefused() from exc
+    _errors.reraise(await attempt.error(exc, endpoint.describe()))
+    raise AssertionError("unreachable")  # pragma: no cover - reraise always raises
+
+
+async def _run_shielded(
+    endpoint: Endpoint, work: Work[T], attempt: Attempt, session_kwargs: dict[str, object]
+) -> T:
+    """`run_fresh` for a session whose shutdown matters (stdio, the handshake era, SSE, a first session).
+
     Cancellation of the caller interrupts `work` only: the transport is then closed under a shield, so a
     stdio server gets the SDK's full shutdown (stdin closed, grace period, SIGTERM/SIGKILL of its process
     group) and no process or socket outlives the call. The cancellation is re-raised afterwards.
     """
-    attempt = Attempt(tool_name=tool_name)
     body = anyio.CancelScope()
     shield = anyio.CancelScope(shield=True)
     grace = None if endpoint.server.kind == "stdio" else HTTP_CLOSE_GRACE
@@ -91,17 +140,12 @@ async def run_fresh(
             finally:
                 guard.cancel_scope.cancel()
     except BaseException as exc:
-        if _errors.is_cancellation(exc):
-            raise
-        leaves = _errors.leaves(exc)
-        if any(isinstance(leaf, Interrupted) for leaf in leaves):
-            done = False  # the caller was cancelled while the session was opening: delivered below
-        elif any(_errors.sdk_error_code(leaf) == UNSUPPORTED_PROTOCOL_VERSION for leaf in leaves) and (
-            endpoint.protocol is not None and getattr(endpoint.server, "protocol", "auto") == "auto"
+        if not _errors.is_cancellation(exc) and any(
+            isinstance(leaf, Interrupted) for leaf in _errors.leaves(exc)
         ):
-            raise _ProtocolRefused() from exc
+            done = False  # the caller was cancelled while the session was opening: delivered below
         else:
-            _errors.reraise(await attempt.error(exc, endpoint.describe()))
+            await _raise_failure(exc, endpoint, attempt)
     if not done:
         # `work` was interrupted because the caller was cancelled: deliver that cancellation now.
         await anyio.lowlevel.checkpoint()

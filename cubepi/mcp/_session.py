@@ -156,8 +156,8 @@ class Endpoint:
     timeouts: Timeouts = field(default_factory=Timeouts)
     http_transport: Literal["streamable-http", "sse"] | None = None
     protocol: Protocol | None = None
-    # The tools as the server listed them: a fresh 2026-07-28 session learns the called tool's definition
-    # from here, so that the SDK mirrors its `x-mcp-header` parameters into `Mcp-Param-*` headers.
+    # The listed tools that mirror parameters into headers (`x-mcp-header`): a fresh 2026-07-28 session
+    # learns the called tool's definition from here, so that the SDK sends them as `Mcp-Param-*` headers.
     listed: dict[str, mcp_types.Tool] = field(default_factory=dict, repr=False, compare=False)
     # Callbacks every session to this server gets (the SDK's `ClientSession` keywords).
     callbacks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -268,7 +268,7 @@ class Session:
                 cursor = page.next_cursor
                 if not cursor:
                     usable = _usable_tools(tools, self.endpoint.describe())
-                    self.endpoint.listed = {tool.name: tool for tool in usable}
+                    self.endpoint.listed = {tool.name: tool for tool in usable if _mirrors_headers(tool)}
                     return usable
                 if cursor in seen:
                     raise MCPError(
@@ -420,7 +420,8 @@ class Session:
         a tool definition; `_absorb_tool_listing` is what its own response cache uses.)"""
         from mcp import types
 
-        tool = self.endpoint.listed.get(name)
+        listed = self.endpoint.listed
+        tool = listed.get(name) if listed else None
         protocol = self.endpoint.protocol
         if tool is None or protocol is None or not protocol.stateless:
             return
@@ -437,6 +438,16 @@ class Session:
         status = self.attempt.http_status
         stateless = self.endpoint.protocol is not None and self.endpoint.protocol.stateless
         return status in (401, 403) or (status == 404 and not stateless)
+
+
+def _mirrors_headers(tool: mcp_types.Tool) -> bool:
+    """Whether a tool names parameters to mirror into ``Mcp-Param-*`` headers (found once, at listing, so
+    that a call of any other tool skips `Session._learn`)."""
+    try:
+        from mcp.shared.inbound import x_mcp_header_map
+    except ImportError:  # pragma: no cover - another SDK layout: learn every tool, as before
+        return True
+    return bool(x_mcp_header_map(tool.input_schema))
 
 
 def _usable_tools(tools: list[mcp_types.Tool], server: str) -> list[mcp_types.Tool]:

@@ -259,7 +259,8 @@ class _Kept:
     stop: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
     wake: anyio.Event = field(default_factory=anyio.Event)  # the last call ended, or stop
-    gate: anyio.Lock = field(default_factory=anyio.Lock)  # no call starts while idle sockets close
+    # No call starts while idle sockets close; a free gate is passed without a trip through the loop.
+    gate: anyio.Lock = field(default_factory=lambda: anyio.Lock(fast_acquire=True))
     leases: int = 0
     released_at: float = 0.0
     finished: bool = False
