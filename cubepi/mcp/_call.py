@@ -9,16 +9,17 @@ version probes the server once more and is sent again.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import anyio
 import anyio.lowlevel
 
 from .._calling import lent_elicitation
 from . import _errors
+from ._background import Closings, Home, current_home
 from ._http import HTTP_CLOSE_GRACE
 from ._open import open_session
-from ._session import UNSUPPORTED_PROTOCOL_VERSION, Attempt, Endpoint, Interrupted, Session
+from ._session import CLOSE_MARGIN, UNSUPPORTED_PROTOCOL_VERSION, Attempt, Endpoint, Interrupted, Session
 
 __all__ = ["Work", "run_fresh", "run_stateless"]
 
@@ -70,6 +71,10 @@ async def run_fresh(
     """
     attempt = Attempt(tool_name=tool_name)
     if not _closes_quietly(endpoint):
+        resources = endpoint.resources
+        home = current_home() if resources is not None else None
+        if resources is not None and home is not None:
+            return await _run_owned(endpoint, work, attempt, session_kwargs, home, resources.closings)
         return await _run_shielded(endpoint, work, attempt, session_kwargs)
     try:
         async with open_session(endpoint, attempt, **session_kwargs) as session:
@@ -90,7 +95,9 @@ def _closes_quietly(endpoint: Endpoint) -> bool:
     )
 
 
-async def _raise_failure(exc: BaseException, endpoint: Endpoint, attempt: Attempt) -> NoReturn:
+async def _raise_failure(
+    exc: BaseException, endpoint: Endpoint, attempt: Attempt, *, settled: bool = True
+) -> NoReturn:
     """Raise what the caller sees for `exc`: a cancellation as it is, `_ProtocolRefused` for a call the
     server refused for its adopted protocol version, else one readable error."""
     if _errors.is_cancellation(exc):
@@ -100,7 +107,7 @@ async def _raise_failure(exc: BaseException, endpoint: Endpoint, attempt: Attemp
         endpoint.protocol is not None and getattr(endpoint.server, "protocol", "auto") == "auto"
     ):
         raise _ProtocolRefused() from exc
-    _errors.reraise(await attempt.error(exc, endpoint.describe()))
+    _errors.reraise(await attempt.error(exc, endpoint.describe(), settled=settled))
     raise AssertionError("unreachable")  # pragma: no cover - reraise always raises
 
 
@@ -151,3 +158,98 @@ async def _run_shielded(
         await anyio.lowlevel.checkpoint()
         raise anyio.get_cancelled_exc_class()()
     return result  # type: ignore[return-value]
+
+
+class _Owned:
+    """One session run by a task of the list's home for a caller who waits for `work`'s outcome."""
+
+    def __init__(self, attempt: Attempt) -> None:
+        self.attempt = attempt
+        self.body = anyio.CancelScope()
+        self.worked = anyio.Event()  # `work` has an outcome (or the session failed before it could run)
+        self.closed = anyio.Event()  # the transport has closed
+        self.done = False
+        self.result: Any = None
+        self.failure: BaseException | None = None
+        attempt.on_timeout = self.fail
+
+    def fail(self, exc: BaseException) -> None:
+        if self.failure is None and not self.done:
+            self.failure = exc
+        self.worked.set()
+
+    def stop(self) -> None:
+        """The caller was cancelled, or the loop ends: interrupt `work` or the start-up under way."""
+        self.body.cancel()
+        self.attempt.interrupt()
+
+    async def own(self, endpoint: Endpoint, work: Work[Any], session_kwargs: dict[str, object]) -> None:
+        """The owner task: open, run `work`, publish its outcome, close. Never raises."""
+        try:
+            async with open_session(endpoint, self.attempt, **session_kwargs) as session:
+                with self.body:
+                    try:
+                        self.result = await work(session)
+                        self.done = True
+                    except Exception as exc:
+                        self.fail(exc)
+                self.worked.set()
+        except BaseException as exc:
+            if not _errors.is_cancellation(exc) or not self.body.cancel_called:
+                self.fail(exc)
+        finally:
+            self.worked.set()
+            self.closed.set()
+
+
+async def _run_owned(
+    endpoint: Endpoint,
+    work: Work[T],
+    attempt: Attempt,
+    session_kwargs: dict[str, object],
+    home: Home,
+    closings: Closings,
+) -> T:
+    """`run_fresh` for a tool of a loaded list whose session's shutdown matters: the session belongs to a
+    task of the list's home, so that a limit that runs out is a bound for the caller.
+
+    A call that succeeds returns once its session has closed. A call whose limit runs out (or that fails)
+    raises at most `CLOSE_MARGIN` seconds later: a server that ignores its stdin closing gets the SDK's
+    full shutdown (grace period, SIGTERM/SIGKILL of its process group) in the background, and the list's
+    `aclose()` (or the loop's end) waits for it. A cancelled caller interrupts `work` and waits for the
+    close, as `_run_shielded` does.
+    """
+    owned = _Owned(attempt)
+    closings.add(owned.closed, home)
+    home.spawn(
+        _own(owned, endpoint, work, session_kwargs, closings),
+        name="cubepi-mcp-call",
+        finish=True,
+        at_loop_end=owned.stop,
+    )
+    try:
+        await owned.worked.wait()
+    except BaseException:
+        owned.stop()
+        with anyio.CancelScope(shield=True):
+            await owned.closed.wait()
+        raise
+    if owned.done:
+        with anyio.CancelScope(shield=True):
+            await owned.closed.wait()
+        return owned.result  # type: ignore[no-any-return]
+    failure = owned.failure
+    if failure is None or (_errors.is_cancellation(failure) and owned.body.cancel_called):
+        raise AssertionError("a call ended with neither a result nor a failure")  # pragma: no cover
+    with anyio.move_on_after(CLOSE_MARGIN, shield=True):
+        await owned.closed.wait()
+    await _raise_failure(failure, endpoint, attempt, settled=owned.closed.is_set())
+
+
+async def _own(
+    owned: _Owned, endpoint: Endpoint, work: Work[Any], session_kwargs: dict[str, object], closings: Closings
+) -> None:
+    try:
+        await owned.own(endpoint, work, session_kwargs)
+    finally:
+        closings.discard(owned.closed)

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ._toollist import ToolListResources
 
 __all__ = [
+    "CLOSE_MARGIN",
     "DEFAULT_TIMEOUT",
     "SAME_AS_TIMEOUT",
     "UNSUPPORTED_PROTOCOL_VERSION",
@@ -57,6 +58,9 @@ Phase = Literal["startup", "initialize", "list", "call", "close"]
 DEFAULT_TIMEOUT = 30.0
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 REQUEST_TIMEOUT = -32001
+# How long a call whose limit ran out waits for its session to close before it raises all the same (the
+# closing goes on in the background, owned by the list).
+CLOSE_MARGIN = 0.05
 # How many times a 2026-07-28 call may be sent again with the input its server asked for.
 INPUT_ROUNDS = 10
 
@@ -189,12 +193,20 @@ class Attempt:
     # Set when the caller is cancelled while the session is still being opened (see `interrupt`).
     interrupted: bool = False
     opening: anyio.CancelScope | None = None
+    # Told of a start-up timeout as soon as it happens, before the transport has closed (the closing of a
+    # server that ignores its stdin takes seconds; see `_call._run_owned`).
+    on_timeout: Callable[[MCPTimeoutError], None] | None = None
 
-    async def stderr_tail(self) -> str | None:
+    async def stderr_tail(self, *, settled: bool = True) -> str | None:
+        """What the server printed last; `settled`: once it is gone (waits briefly for its pipe's end),
+        else what it printed so far."""
         if self.stderr is None:
             return None
-        with anyio.CancelScope(shield=True):
-            tail = await self.stderr.final_tail()
+        if settled:
+            with anyio.CancelScope(shield=True):
+                tail = await self.stderr.final_tail()
+        else:
+            tail = self.stderr.tail()
         return _errors.redact(tail, self.secrets) or None
 
     @property
@@ -208,14 +220,15 @@ class Attempt:
         if self.opening is not None:
             self.opening.cancel()
 
-    async def error(self, exc: BaseException, server: str) -> BaseException:
-        """`exc` as the readable error to raise in its place (see `_errors.translate`)."""
+    async def error(self, exc: BaseException, server: str, *, settled: bool = True) -> BaseException:
+        """`exc` as the readable error to raise in its place (see `_errors.translate`); `settled`: the
+        session has closed (else the stderr tail is what the server printed so far)."""
         return _errors.translate(
             exc,
             phase=self.phase,
             server=server,
             tool_name=self.tool_name,
-            stderr=await self.stderr_tail(),
+            stderr=await self.stderr_tail(settled=settled),
             note=self.note,
             exit_code=self.exit_code,
             http_status=(self.http_status, self.http_reason) if self.http_status else None,

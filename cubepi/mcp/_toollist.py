@@ -33,7 +33,7 @@ import anyio
 
 from ..errors import UserError
 from ..tools import AgentTool, ensure_unique_names
-from ._background import Home, current_home
+from ._background import Closings, Home, current_home
 
 if TYPE_CHECKING:
     import httpx2
@@ -215,6 +215,7 @@ class ToolListResources:
     def __init__(self, describe: str, *, share_http: bool = True) -> None:
         self.http = SharedHttpClient() if share_http else None
         self.spares: SparePool | None = None
+        self.closings = Closings()  # sessions still closing after their call ran out of time
         self.closed = False
         self._describe = describe
 
@@ -243,6 +244,7 @@ class ToolListResources:
             await self.http.aclose()
         if self.spares is not None:
             await self.spares.aclose()
+        await self.closings.wait()
 
 
 # How long a list's idle connections stay open after its last call, for the next call to reuse.
