@@ -8,6 +8,7 @@ version probes the server once more and is sent again.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -15,11 +16,20 @@ import anyio
 import anyio.lowlevel
 
 from .._calling import lent_elicitation
+from ..errors import MCPTimeoutError
 from . import _errors
 from ._background import Closings, Home, current_home
 from ._http import HTTP_CLOSE_GRACE
 from ._open import open_session
-from ._session import CLOSE_MARGIN, UNSUPPORTED_PROTOCOL_VERSION, Attempt, Endpoint, Interrupted, Session
+from ._session import (
+    CLOSE_MARGIN,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Attempt,
+    Endpoint,
+    Interrupted,
+    Phase,
+    Session,
+)
 
 __all__ = ["Work", "run_fresh", "run_stateless"]
 
@@ -96,7 +106,12 @@ def _closes_quietly(endpoint: Endpoint) -> bool:
 
 
 async def _raise_failure(
-    exc: BaseException, endpoint: Endpoint, attempt: Attempt, *, settled: bool = True
+    exc: BaseException,
+    endpoint: Endpoint,
+    attempt: Attempt,
+    *,
+    settled: bool = True,
+    phase: Phase | None = None,
 ) -> NoReturn:
     """Raise what the caller sees for `exc`: a cancellation as it is, `_ProtocolRefused` for a call the
     server refused for its adopted protocol version, else one readable error."""
@@ -107,7 +122,7 @@ async def _raise_failure(
         endpoint.protocol is not None and getattr(endpoint.server, "protocol", "auto") == "auto"
     ):
         raise _ProtocolRefused() from exc
-    _errors.reraise(await attempt.error(exc, endpoint.describe(), settled=settled))
+    _errors.reraise(await attempt.error(exc, endpoint.describe(), settled=settled, phase=phase))
     raise AssertionError("unreachable")  # pragma: no cover - reraise always raises
 
 
@@ -171,11 +186,13 @@ class _Owned:
         self.done = False
         self.result: Any = None
         self.failure: BaseException | None = None
+        self.phase = attempt.phase  # the phase `failure` happened in (the owner goes on to close)
         attempt.on_timeout = self.fail
 
     def fail(self, exc: BaseException) -> None:
         if self.failure is None and not self.done:
             self.failure = exc
+            self.phase = self.attempt.phase
         self.worked.set()
 
     def stop(self) -> None:
@@ -213,7 +230,7 @@ async def _run_owned(
     """`run_fresh` for a tool of a loaded list whose session's shutdown matters: the session belongs to a
     task of the list's home, so that a limit that runs out is a bound for the caller.
 
-    A call that succeeds returns once its session has closed. A call whose limit runs out (or that fails)
+    A call that succeeds, or fails, returns once its session has closed. A call whose limit runs out
     raises at most `CLOSE_MARGIN` seconds later: a server that ignores its stdin closing gets the SDK's
     full shutdown (grace period, SIGTERM/SIGKILL of its process group) in the background, and the list's
     `aclose()` (or the loop's end) waits for it. A cancelled caller interrupts `work` and waits for the
@@ -241,9 +258,11 @@ async def _run_owned(
     failure = owned.failure
     if failure is None or (_errors.is_cancellation(failure) and owned.body.cancel_called):
         raise AssertionError("a call ended with neither a result nor a failure")  # pragma: no cover
-    with anyio.move_on_after(CLOSE_MARGIN, shield=True):
+    # A limit that ran out is a bound: the session gets `CLOSE_MARGIN` to close. Any other failure waits
+    # for the close, which tells what the server printed last and how it ended.
+    with anyio.move_on_after(CLOSE_MARGIN if isinstance(failure, MCPTimeoutError) else math.inf, shield=True):
         await owned.closed.wait()
-    await _raise_failure(failure, endpoint, attempt, settled=owned.closed.is_set())
+    await _raise_failure(failure, endpoint, attempt, settled=owned.closed.is_set(), phase=owned.phase)
 
 
 async def _own(

@@ -220,12 +220,15 @@ class Attempt:
         if self.opening is not None:
             self.opening.cancel()
 
-    async def error(self, exc: BaseException, server: str, *, settled: bool = True) -> BaseException:
+    async def error(
+        self, exc: BaseException, server: str, *, settled: bool = True, phase: Phase | None = None
+    ) -> BaseException:
         """`exc` as the readable error to raise in its place (see `_errors.translate`); `settled`: the
-        session has closed (else the stderr tail is what the server printed so far)."""
+        session has closed (else the stderr tail is what the server printed so far); `phase`: the phase
+        `exc` happened in, when the session has moved on since."""
         return _errors.translate(
             exc,
-            phase=self.phase,
+            phase=phase or self.phase,
             server=server,
             tool_name=self.tool_name,
             stderr=await self.stderr_tail(settled=settled),
