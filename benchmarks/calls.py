@@ -37,8 +37,9 @@ Cases (a case whose package is missing is left out of the table):
 
 The ``minimal`` group runs the same cases against ``benchmarks/_minimal.py`` (one tool, ``add(a, b)``,
 almost no work on the server), so that what the client spends shows: 2026-07-28 and handshake-era
-Streamable HTTP, and persistent connections over stdio. Every row reports the client's CPU time per call
-(``time.process_time()`` in this process; the servers run in their own) beside wall time.
+Streamable HTTP, and persistent connections over stdio; ``--min-rounds`` rounds of ``--min-batch`` calls
+back to back per case (medians of the rounds' per-call figures). Every row reports the client's CPU time
+per call (``time.process_time()`` in this process; the servers run in their own) beside wall time.
 
 Cases run interleaved, in a shuffled order each round (seeded), so that load on the machine hits them
 alike; the table shows medians and their ratios to the raw SDK's fresh Client (same work) and persistent
@@ -119,10 +120,11 @@ Key = tuple[str, str]  # (row, case)
 Timings = dict[Key, list[tuple[float, float]]]  # (wall, client CPU) seconds of each call
 
 
-async def measure(cases: dict[Key, Call | Case], runs: int, pause: float = 0.0) -> Timings:
-    """Wall time and client CPU time of each call of each case; a `Case`'s `before` and `after` run
-    untimed around its call, and `pause` seconds pass (untimed) before each call, so that work a case
-    leaves behind does not land on the next one's clock."""
+async def measure(cases: dict[Key, Call | Case], runs: int, pause: float = 0.0, batch: int = 1) -> Timings:
+    """Wall time and client CPU time per call of each case; a `Case`'s `before` and `after` run untimed
+    around its call, and `pause` seconds pass (untimed) before each call, so that work a case leaves behind
+    does not land on the next one's clock. `batch` > 1: each of the `runs` rounds times that many calls
+    back to back (per call: the batch's time divided by `batch`), as a program making many calls runs."""
     plan = {key: case if isinstance(case, Case) else Case(case) for key, case in cases.items()}
     timings: Timings = {key: [] for key in plan}
     for case in plan.values():  # warm-up: imports, npm/node caches, models
@@ -140,8 +142,10 @@ async def measure(cases: dict[Key, Call | Case], runs: int, pause: float = 0.0) 
                 await case.before()
             await anyio.sleep(pause)
             cpu, start = time.process_time(), time.perf_counter()
-            await case.call()
-            timings[key].append((time.perf_counter() - start, time.process_time() - cpu))
+            for _ in range(batch):
+                await case.call()
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+            timings[key].append((wall / batch, cpu / batch))
             if case.after is not None:
                 await case.after()
     return timings
@@ -319,6 +323,12 @@ async def main() -> None:
     parser.add_argument("--http-runs", type=int, default=60, help="HTTP calls per case (default 60)")
     parser.add_argument("--load-runs", type=int, default=10, help="catalog loads per case (default 10)")
     parser.add_argument(
+        "--min-rounds", type=int, default=6, help="rounds of the minimal server's cases (default 6)"
+    )
+    parser.add_argument(
+        "--min-batch", type=int, default=100, help="calls per case per round, minimal server (default 100)"
+    )
+    parser.add_argument(
         "--pause",
         type=float,
         default=0.02,
@@ -370,7 +380,7 @@ async def main() -> None:
                     cases.update(
                         await stdio_persistent_cases(stack, row, PYTHON, [str(MINIMAL)], protocol, devnull)
                     )
-                timings = await measure(cases, options.http_runs, options.pause)
+                timings = await measure(cases, options.min_rounds, options.pause, options.min_batch)
         report(timings)
 
     if "stdio" in groups:
