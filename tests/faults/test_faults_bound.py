@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,6 +20,7 @@ from cubepi.errors import MCPTimeoutError
 from cubepi.mcp import load_mcp_tools
 
 from .conftest import Leaks, stdio_server
+from .test_faults_cancellation import cancel_when, saw
 
 # The SDK waits this long for a server to exit once its stdin is closed, before it sends SIGTERM.
 SDK_SHUTDOWN_GRACE = 2.0
@@ -79,3 +81,16 @@ async def test_the_loop_end_waits_for_a_shutdown_in_the_background() -> None:
     await anyio.to_thread.run_sync(lambda: asyncio.run(scenario()))
     assert outcome, "the call should have timed out"
     await leaks.check(wait=0.5)
+
+
+async def test_a_cancelled_call_still_waits_for_the_shutdown(tmp_path: Path) -> None:
+    """A caller's cancellation is not a limit of the call: the server's shutdown (here the SDK's grace, then
+    SIGTERM, as the server stopped reading) is over by the time the caller gets control back."""
+    record = tmp_path / "received.jsonl"
+    leaks = Leaks()
+    tools = await load_mcp_tools(stdio_server("deaf_call", "--record", str(record)), timeout=30)
+    echo = next(tool for tool in tools if tool.name == "echo")
+    cancelled, _ = await cancel_when(lambda: echo.execute({"message": "hi"}), saw(record, "tools/call"))
+    assert cancelled
+    assert not leaks.problems(), leaks.problems()
+    await tools.aclose()
