@@ -1,6 +1,6 @@
-"""Bench cases: each way of calling the ``echo`` tool once, as a `Call` (timed) or a `Case` (a call with
-untimed steps around it) for `calls.measure`. A case whose package is missing comes back as None, so that
-the table says what was not measured instead of failing.
+"""Bench cases: each way of calling a tool once (``echo`` of kitchen.py, `ADD` of _minimal.py), as a
+`Call` (timed) or a `Case` (a call with untimed steps around it) for `calls.measure`. A case whose package
+is missing comes back as None, so that the table says what was not measured instead of failing.
 """
 
 from __future__ import annotations
@@ -13,11 +13,22 @@ from typing import Any
 from mcp import Client, types
 from mcp.shared.exceptions import MCPError
 
-ARGS = {"message": "hi"}
 FRESH = "raw SDK, fresh Client, same work"
 PERSISTENT = "raw SDK, persistent Client"
 
 Call = Callable[[], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """The tool a case calls, and its arguments."""
+
+    name: str
+    args: dict[str, Any]
+
+
+ECHO = Tool("echo", {"message": "hi"})
+ADD = Tool("add", {"a": 1, "b": 2})
 
 
 @dataclass
@@ -29,17 +40,17 @@ class Case:
     after: Call | None = None
 
 
-def echo_request() -> types.CallToolRequest:
-    return types.CallToolRequest(params=types.CallToolRequestParams(name="echo", arguments=ARGS))
+def call_request(tool: Tool) -> types.CallToolRequest:
+    return types.CallToolRequest(params=types.CallToolRequestParams(name=tool.name, arguments=tool.args))
 
 
-async def send_echo(client: Client) -> types.CallToolResult:
+async def send_call(client: Client, tool: Tool = ECHO) -> types.CallToolResult:
     """One ``tools/call`` request and nothing else (`Client.call_tool` lists the tools first on a fresh
     session, to validate structured output against the tool's output schema)."""
-    return await client.session.send_request(echo_request(), types.CallToolResult)
+    return await client.session.send_request(call_request(tool), types.CallToolResult)
 
 
-def raw_fresh(open_client: Callable[[], Client], *, same_work: bool) -> Call:
+def raw_fresh(open_client: Callable[[], Client], *, same_work: bool, tool: Tool = ECHO) -> Call:
     """A fresh raw SDK `Client` per call: ``call_tool`` as SDK users write it, or (`same_work`) exactly the
     requests cubepi sends: the era's opening (2026-07-28 pinned: none; handshake: ``initialize``) and one
     ``tools/call``."""
@@ -47,20 +58,20 @@ def raw_fresh(open_client: Callable[[], Client], *, same_work: bool) -> Call:
     async def call() -> Any:
         async with open_client() as client:
             if same_work:
-                return await send_echo(client)
-            return await client.call_tool("echo", ARGS)
+                return await send_call(client, tool)
+            return await client.call_tool(tool.name, tool.args)
 
     return call
 
 
-async def raw_persistent(stack: contextlib.AsyncExitStack, client: Client) -> Case:
+async def raw_persistent(stack: contextlib.AsyncExitStack, client: Client, tool: Tool = ECHO) -> Case:
     """One raw SDK `Client` for the whole run; its first ``call_tool`` (untimed) lists the tools, so a
     timed call is one ``tools/call``."""
     await stack.enter_async_context(client)
-    await client.call_tool("echo", ARGS)
+    await client.call_tool(tool.name, tool.args)
 
     async def call() -> Any:
-        return await client.call_tool("echo", ARGS)
+        return await client.call_tool(tool.name, tool.args)
 
     return Case(call)
 
@@ -80,17 +91,17 @@ def raw_prespawned(open_client: Callable[[], Client]) -> Case:
             await client.session.send_request(types.CallToolRequest(params=missing), types.CallToolResult)
 
     async def call() -> Any:
-        return await send_echo(holder["client"])
+        return await send_call(holder["client"])
 
     return Case(call, before, stack.aclose)
 
 
-def cubepi_call(tools: Any) -> Call:
-    """A call of the ``echo`` tool of a cubepi tool list (raises on an ``is_error`` result)."""
-    echo = next(t for t in tools if t.name == "echo")
+def cubepi_call(tools: Any, tool: Tool = ECHO) -> Call:
+    """A call of `tool` from a cubepi tool list (raises on an ``is_error`` result)."""
+    found = next(t for t in tools if t.name == tool.name)
 
     async def call() -> Any:
-        result = await echo.execute(ARGS)
+        result = await found.execute(tool.args)
         assert not result.is_error, result.text
         return result
 
@@ -115,12 +126,12 @@ def cubepi_prespawn(tools: Any, *, spaced: bool) -> Case:
     return Case(call, wait_for_spare if spaced else take_spare, wait_for_spare)
 
 
-async def cubepi_persistent(stack: contextlib.AsyncExitStack, server: Any) -> Case:
+async def cubepi_persistent(stack: contextlib.AsyncExitStack, server: Any, tool: Tool = ECHO) -> Case:
     """cubepi tools loaded from ``server.connect()``: every call goes over that one session."""
     from cubepi.mcp import load_mcp_tools
 
     conn = await stack.enter_async_context(server.connect())
-    return Case(cubepi_call(await load_mcp_tools(conn)))
+    return Case(cubepi_call(await load_mcp_tools(conn), tool))
 
 
 async def fastmcp_persistent(stack: contextlib.AsyncExitStack, url: str, mode: str) -> Case | None:
@@ -130,10 +141,10 @@ async def fastmcp_persistent(stack: contextlib.AsyncExitStack, url: str, mode: s
     except ImportError:
         return None
     client = await stack.enter_async_context(fastmcp.Client(url, mode=mode))
-    await client.call_tool("echo", ARGS)
+    await client.call_tool(ECHO.name, ECHO.args)
 
     async def call() -> Any:
-        return await client.call_tool("echo", ARGS)
+        return await client.call_tool(ECHO.name, ECHO.args)
 
     return Case(call)
 

@@ -16,6 +16,7 @@ TESTS = ROOT / "tests"
 EVERYTHING = TESTS / "node_modules" / ".bin" / "mcp-server-everything"
 KITCHEN = TESTS / "servers" / "kitchen.py"
 CATALOG = Path(__file__).resolve().parent / "_catalog.py"
+MINIMAL = Path(__file__).resolve().parent / "_minimal.py"
 PYTHON = sys.executable
 
 

@@ -35,6 +35,12 @@ Cases (a case whose package is missing is left out of the table):
 - ``fastmcp.Client persistent`` (HTTP): one ``fastmcp.Client`` (4.x, on the same SDK) for the run;
 - loading a 100-tool catalog (stdio): ``load_mcp_tools`` vs a raw Client's negotiation + ``list_tools``.
 
+The ``minimal`` group runs the same cases against ``benchmarks/_minimal.py`` (one tool, ``add(a, b)``,
+almost no work on the server), so that what the client spends shows: 2026-07-28 and handshake-era
+Streamable HTTP, and persistent connections over stdio; ``--min-rounds`` rounds of ``--min-batch`` calls
+back to back per case (medians of the rounds' per-call figures). Every row reports the client's CPU time
+per call (``time.process_time()`` in this process; the servers run in their own) beside wall time.
+
 Cases run interleaved, in a shuffled order each round (seeded), so that load on the machine hits them
 alike; the table shows medians and their ratios to the raw SDK's fresh Client (same work) and persistent
 Client, then each target of the issue next to its ratio. Before each HTTP call ``--pause`` seconds (default
@@ -58,8 +64,8 @@ from typing import Any
 
 import _cases
 import anyio
-from _cases import FRESH, PERSISTENT, Call, Case
-from _servers import CATALOG, EVERYTHING, KITCHEN, PYTHON, http_server
+from _cases import ADD, ECHO, FRESH, PERSISTENT, Call, Case, Tool
+from _servers import CATALOG, EVERYTHING, KITCHEN, MINIMAL, PYTHON, http_server
 from mcp import Client, types
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -68,7 +74,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools, make_mcp_agent_tool
 
 MODERN = "2026-07-28"
-ECHO = {
+ECHO_SPEC = {
     "name": "echo",
     "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
 }
@@ -79,6 +85,10 @@ HTTP_EVERYTHING = "Streamable HTTP, handshake, server-everything"
 STDIO_MODERN = "stdio, 2026-07-28, kitchen.py"
 STDIO_LEGACY = "stdio, handshake, kitchen.py"
 STDIO_EVERYTHING = "stdio, handshake, server-everything (node)"
+MIN_HTTP_MODERN = "Streamable HTTP, 2026-07-28, minimal"
+MIN_HTTP_LEGACY = "Streamable HTTP, handshake, minimal"
+MIN_STDIO_MODERN = "stdio, 2026-07-28, minimal"
+MIN_STDIO_LEGACY = "stdio, handshake, minimal"
 LOAD = "stdio, 100-tool catalog: loading"
 LOAD_BASE = "raw SDK, discover + list_tools"
 
@@ -96,16 +106,25 @@ TARGETS: list[tuple[str, str, str, float]] = [
         (row, CUBEPI_PERSISTENT, PERSISTENT, 1.15)
         for row in (HTTP_MODERN, HTTP_LEGACY, HTTP_EVERYTHING, STDIO_MODERN, STDIO_LEGACY, STDIO_EVERYTHING)
     ),
+    (MIN_HTTP_MODERN, STATELESS, FRESH, 1.10),
+    (MIN_HTTP_LEGACY, STATELESS, FRESH, 1.05),
+    *(
+        (row, CUBEPI_PERSISTENT, PERSISTENT, 1.05)
+        for row in (MIN_HTTP_MODERN, MIN_STDIO_MODERN, MIN_STDIO_LEGACY)
+    ),
 ]
+# (row, case, baseline case, the issue's bound on the difference of their client CPU per call, in ms)
+CPU_TARGETS: list[tuple[str, str, str, float]] = [(MIN_HTTP_MODERN, STATELESS, FRESH, 0.15)]
 
 Key = tuple[str, str]  # (row, case)
-Timings = dict[Key, list[float]]
+Timings = dict[Key, list[tuple[float, float]]]  # (wall, client CPU) seconds of each call
 
 
-async def measure(cases: dict[Key, Call | Case], runs: int, pause: float = 0.0) -> Timings:
-    """Timings of each case; a `Case`'s `before` and `after` run untimed around its call, and `pause`
-    seconds pass (untimed) before each call, so that work a case leaves behind does not land on the next
-    one's clock."""
+async def measure(cases: dict[Key, Call | Case], runs: int, pause: float = 0.0, batch: int = 1) -> Timings:
+    """Wall time and client CPU time per call of each case; a `Case`'s `before` and `after` run untimed
+    around its call, and `pause` seconds pass (untimed) before each call, so that work a case leaves behind
+    does not land on the next one's clock. `batch` > 1: each of the `runs` rounds times that many calls
+    back to back (per call: the batch's time divided by `batch`), as a program making many calls runs."""
     plan = {key: case if isinstance(case, Case) else Case(case) for key, case in cases.items()}
     timings: Timings = {key: [] for key in plan}
     for case in plan.values():  # warm-up: imports, npm/node caches, models
@@ -122,16 +141,19 @@ async def measure(cases: dict[Key, Call | Case], runs: int, pause: float = 0.0) 
             if case.before is not None:
                 await case.before()
             await anyio.sleep(pause)
-            start = time.perf_counter()
-            await case.call()
-            timings[key].append(time.perf_counter() - start)
+            cpu, start = time.process_time(), time.perf_counter()
+            for _ in range(batch):
+                await case.call()
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+            timings[key].append((wall / batch, cpu / batch))
             if case.after is not None:
                 await case.after()
     return timings
 
 
-def medians(timings: Timings) -> dict[Key, float]:
-    return {key: statistics.median(values) for key, values in timings.items()}
+def medians(timings: Timings, *, cpu: bool = False) -> dict[Key, float]:
+    """The median wall time (`cpu`: client CPU time) of each case."""
+    return {key: statistics.median(value[cpu] for value in values) for key, values in timings.items()}
 
 
 def ratio(value: float, base: float | None) -> str:
@@ -139,17 +161,24 @@ def ratio(value: float, base: float | None) -> str:
 
 
 def table(timings: Timings, fresh: str = FRESH) -> list[str]:
-    """Markdown rows: each case's median and its ratio to the raw SDK's fresh and persistent Clients."""
-    middle = medians(timings)
-    return [
-        f"| {row} | {name} | {len(timings[row, name])} | {median * 1000:.2f} "
-        f"| {ratio(median, middle.get((row, fresh)))} | {ratio(median, middle.get((row, PERSISTENT)))} |"
-        for (row, name), median in middle.items()
-    ]
+    """Markdown rows: each case's median wall time and its ratio to the raw SDK's fresh and persistent
+    Clients, then its median client CPU time and its difference to the raw fresh Client's."""
+    middle, cpu = medians(timings), medians(timings, cpu=True)
+    rows = []
+    for (row, name), median in middle.items():
+        base = cpu.get((row, fresh))
+        extra = f"{(cpu[row, name] - base) * 1000:+.2f}" if base is not None else "-"
+        rows.append(
+            f"| {row} | {name} | {len(timings[row, name])} | {median * 1000:.2f} "
+            f"| {ratio(median, middle.get((row, fresh)))} | {ratio(median, middle.get((row, PERSISTENT)))} "
+            f"| {cpu[row, name] * 1000:.2f} | {extra} |"
+        )
+    return rows
 
 
-def target_table(middle: dict[Key, float]) -> list[str]:
-    """Markdown rows: each of the issue's targets that was measured, its ratio and whether it is met."""
+def target_table(middle: dict[Key, float], cpu: dict[Key, float]) -> list[str]:
+    """Markdown rows: each of the issue's targets that was measured, its ratio (CPU: difference) and whether
+    it is met."""
     lines = []
     for row, case, base, bound in TARGETS:
         if (row, case) not in middle or (row, base) not in middle:
@@ -158,6 +187,15 @@ def target_table(middle: dict[Key, float]) -> list[str]:
         lines.append(
             f"| {row} | {case} vs {base} | {middle[row, case] * 1000:.2f} | {middle[row, base] * 1000:.2f} "
             f"| {value:.2f}x | ≤ {bound:.2f}x | {'met' if value <= bound else 'MISSED'} |"
+        )
+    for row, case, base, bound in CPU_TARGETS:
+        if (row, case) not in cpu or (row, base) not in cpu:
+            continue
+        extra = (cpu[row, case] - cpu[row, base]) * 1000
+        lines.append(
+            f"| {row} | client CPU: {case} vs {base} | {cpu[row, case] * 1000:.2f} "
+            f"| {cpu[row, base] * 1000:.2f} | {extra:+.2f} ms | ≤ +{bound:.2f} ms "
+            f"| {'met' if extra <= bound else 'MISSED'} |"
         )
     return lines
 
@@ -220,14 +258,23 @@ async def stdio_cases(
 
 
 async def http_cases(
-    stack: contextlib.AsyncExitStack, row: str, url: str, protocol: str, shared: Any
+    stack: contextlib.AsyncExitStack,
+    row: str,
+    url: str,
+    protocol: str,
+    shared: Any,
+    *,
+    modern: bool,
+    tool: Tool = ECHO,
+    extras: bool = True,
 ) -> dict[Key, Call | Case]:
     """The Streamable HTTP cases of one server in one era (see `stdio_cases`); `shared` is the httpx2
-    client the raw fresh Clients share."""
+    client the raw fresh Clients share; `modern`: the server speaks 2026-07-28 (the raw fresh Client is
+    pinned to it); `extras`: also a cubepi tool without a list, and fastmcp."""
     server = HttpServer(url, transport="streamable-http", protocol=protocol)
     mode = "legacy" if protocol == "legacy" else "auto"
     fresh_mode, discover = "legacy", None
-    if row == HTTP_MODERN:
+    if modern:
         fresh_mode = MODERN
         discover = await discover_result(lambda: Client(streamable_http_client(url, http_client=shared)))
 
@@ -235,17 +282,36 @@ async def http_cases(
         transport = streamable_http_client(url, http_client=shared)
         return Client(transport, mode=fresh_mode, prior_discover=discover)
 
+    tools = await stack.enter_async_context(await load_mcp_tools(server))
     cases: dict[str, Call | Case] = {
-        STATELESS: _cases.cubepi_call(await stack.enter_async_context(await load_mcp_tools(server))),
-        "cubepi stateless, a client per call": _cases.cubepi_call([make_mcp_agent_tool(ECHO, server)]),
-        CUBEPI_PERSISTENT: await _cases.cubepi_persistent(stack, server),
-        "raw SDK, fresh Client": _cases.raw_fresh(open_client, same_work=False),
-        FRESH: _cases.raw_fresh(open_client, same_work=True),
-        PERSISTENT: await _cases.raw_persistent(stack, Client(url, mode=mode)),
+        STATELESS: _cases.cubepi_call(tools, tool),
+        CUBEPI_PERSISTENT: await _cases.cubepi_persistent(stack, server, tool),
+        "raw SDK, fresh Client": _cases.raw_fresh(open_client, same_work=False, tool=tool),
+        FRESH: _cases.raw_fresh(open_client, same_work=True, tool=tool),
+        PERSISTENT: await _cases.raw_persistent(stack, Client(url, mode=mode), tool),
     }
-    fastmcp = await _cases.fastmcp_persistent(stack, url, mode)
-    if fastmcp is not None:
-        cases["fastmcp.Client persistent"] = fastmcp
+    if extras:
+        cases["cubepi stateless, a client per call"] = _cases.cubepi_call(
+            [make_mcp_agent_tool(ECHO_SPEC, server)]
+        )
+        fastmcp = await _cases.fastmcp_persistent(stack, url, mode)
+        if fastmcp is not None:
+            cases["fastmcp.Client persistent"] = fastmcp
+    return {(row, name): case for name, case in cases.items()}
+
+
+async def stdio_persistent_cases(
+    stack: contextlib.AsyncExitStack, row: str, command: str, args: list[str], protocol: str, devnull: Any
+) -> dict[Key, Call | Case]:
+    """A cubepi connection's call of `ADD` vs a raw persistent Client's, over stdio."""
+    server = StdioServer(command, args, protocol=protocol)
+    params = StdioServerParameters(command=command, args=args, env=server.environment())
+    mode = "legacy" if protocol == "legacy" else "auto"
+    persistent = Client(stdio_client(params, errlog=devnull), mode=mode)
+    cases: dict[str, Call | Case] = {
+        CUBEPI_PERSISTENT: await _cases.cubepi_persistent(stack, server, ADD),
+        PERSISTENT: await _cases.raw_persistent(stack, persistent, ADD),
+    }
     return {(row, name): case for name, case in cases.items()}
 
 
@@ -257,6 +323,12 @@ async def main() -> None:
     parser.add_argument("--http-runs", type=int, default=60, help="HTTP calls per case (default 60)")
     parser.add_argument("--load-runs", type=int, default=10, help="catalog loads per case (default 10)")
     parser.add_argument(
+        "--min-rounds", type=int, default=6, help="rounds of the minimal server's cases (default 6)"
+    )
+    parser.add_argument(
+        "--min-batch", type=int, default=100, help="calls per case per round, minimal server (default 100)"
+    )
+    parser.add_argument(
         "--pause",
         type=float,
         default=0.02,
@@ -264,7 +336,7 @@ async def main() -> None:
     )
     parser.add_argument(
         "--only",
-        choices=["stdio", "load", "http"],
+        choices=["stdio", "load", "http", "minimal"],
         action="append",
         help="run only these groups of rows (repeatable; default: all)",
     )
@@ -273,15 +345,43 @@ async def main() -> None:
         sys.exit("install the test servers first: npm ci --prefix tests")
 
     devnull = open(os.devnull, "w")  # noqa: SIM115, ASYNC230 - opened once, lives for the whole run
-    groups = set(options.only or ["stdio", "load", "http"])
+    groups = set(options.only or ["stdio", "load", "http", "minimal"])
     rows: list[str] = []
     middle: dict[Key, float] = {}
+    cpu: dict[Key, float] = {}
 
     def report(timings: Timings, fresh: str = FRESH) -> None:
         lines = table(timings, fresh)
         rows.extend(lines)
         middle.update(medians(timings))
+        cpu.update(medians(timings, cpu=True))
         print("\n".join(lines), flush=True)
+
+    if "minimal" in groups:
+        with quiet_stderr(), http_server([PYTHON, str(MINIMAL), "streamable-http"], "/mcp") as minimal:
+            async with contextlib.AsyncExitStack() as stack:
+                shared = await stack.enter_async_context(create_mcp_http_client())
+                cases: dict[Key, Call | Case] = {
+                    **await http_cases(
+                        stack, MIN_HTTP_MODERN, minimal, "auto", shared, modern=True, tool=ADD, extras=False
+                    ),
+                    **await http_cases(
+                        stack,
+                        MIN_HTTP_LEGACY,
+                        minimal,
+                        "legacy",
+                        shared,
+                        modern=False,
+                        tool=ADD,
+                        extras=False,
+                    ),
+                }
+                for row, protocol in ((MIN_STDIO_MODERN, "auto"), (MIN_STDIO_LEGACY, "legacy")):
+                    cases.update(
+                        await stdio_persistent_cases(stack, row, PYTHON, [str(MINIMAL)], protocol, devnull)
+                    )
+                timings = await measure(cases, options.min_rounds, options.pause, options.min_batch)
+        report(timings)
 
     if "stdio" in groups:
         stdio_servers = [
@@ -291,7 +391,7 @@ async def main() -> None:
         ]
         with quiet_stderr():
             async with contextlib.AsyncExitStack() as stack:
-                cases: dict[Key, Call | Case] = {}
+                cases = {}
                 for row, command, args, protocol in stdio_servers:
                     cases.update(await stdio_cases(stack, row, command, args, protocol, devnull))
                 timings = await measure(cases, options.runs)
@@ -311,9 +411,9 @@ async def main() -> None:
             async with contextlib.AsyncExitStack() as stack:
                 shared = await stack.enter_async_context(create_mcp_http_client())
                 cases = {
-                    **await http_cases(stack, HTTP_MODERN, kitchen, "auto", shared),
-                    **await http_cases(stack, HTTP_LEGACY, kitchen, "legacy", shared),
-                    **await http_cases(stack, HTTP_EVERYTHING, everything, "auto", shared),
+                    **await http_cases(stack, HTTP_MODERN, kitchen, "auto", shared, modern=True),
+                    **await http_cases(stack, HTTP_LEGACY, kitchen, "legacy", shared, modern=False),
+                    **await http_cases(stack, HTTP_EVERYTHING, everything, "auto", shared, modern=False),
                 }
                 timings = await measure(cases, options.http_runs, options.pause)
         report(timings)
@@ -323,11 +423,14 @@ async def main() -> None:
     print(f"{os.cpu_count()} CPUs ({_cpu_model()}); {_versions()};")
     print(f"`python benchmarks/calls.py {' '.join(sys.argv[1:])}`")
     print()
-    print("| server | case | runs | median ms | vs raw fresh | vs raw persistent |")
-    print("|---|---|---:|---:|---:|---:|")
+    print(
+        "| server | case | runs | median ms | vs raw fresh | vs raw persistent "
+        "| client CPU ms | CPU vs raw fresh |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for line in rows:
         print(line)
-    targets = target_table(middle)
+    targets = target_table(middle, cpu)
     if targets:
         print()
         print("| server | target | cubepi ms | baseline ms | ratio | target | |")

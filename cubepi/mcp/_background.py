@@ -13,7 +13,9 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-__all__ = ["Home", "current_home"]
+import anyio
+
+__all__ = ["Closings", "Home", "current_home"]
 
 
 class Home:
@@ -94,6 +96,28 @@ class _Finishing(asyncio.Task):  # type: ignore[type-arg]
                 self.get_loop().call_soon(self.at_loop_end)  # it runs again, to wait for this task
             return False
         return super().cancel(msg)
+
+
+class Closings:
+    """Sessions of a list that go on closing in the background after their call returned (a limit ran out):
+    the list's `aclose()` waits for them, so that nothing it started is left running."""
+
+    def __init__(self) -> None:
+        self._live: dict[anyio.Event, Home] = {}
+
+    def add(self, closed: anyio.Event, home: Home) -> None:
+        self._live[closed] = home
+
+    def discard(self, closed: anyio.Event) -> None:
+        self._live.pop(closed, None)
+
+    async def wait(self) -> None:
+        """Wait (shielded) until every closing of the current loop is done; those of another loop end on
+        their own, bounded by their own shutdown."""
+        with anyio.CancelScope(shield=True):
+            for closed, home in list(self._live.items()):
+                if home.is_current():
+                    await closed.wait()
 
 
 def current_home() -> Home | None:

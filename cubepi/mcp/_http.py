@@ -205,6 +205,8 @@ def _setting(var: contextvars.ContextVar[Any], value: Any) -> Iterator[None]:
 def recording_status(sink: Any) -> contextlib.AbstractContextManager[None]:
     """Within this block (and the tasks it starts), HTTP error and redirect statuses are written to
     `sink.http_status` and their reason phrase to `sink.http_reason`."""
+    if _STATUS_SINK.get() is sink:  # already recording there (a call inside its own session's block)
+        return contextlib.nullcontext()
     return _setting(_STATUS_SINK, sink)
 
 

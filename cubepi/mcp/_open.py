@@ -98,6 +98,15 @@ async def negotiate(client: ClientSession, attempt: Attempt) -> None:
     client.adopt(result)
 
 
+def _adopts(endpoint: Endpoint) -> bool:
+    """Whether a session to `endpoint` starts by adopting a 2026-07-28 discover result it already has (or
+    a pinned revision): `_start` then sends no request."""
+    pinned = getattr(endpoint.server, "protocol", "auto")
+    if pinned == "auto":
+        return endpoint.protocol is not None and endpoint.protocol.stateless
+    return pinned != "legacy"
+
+
 async def _start(endpoint: Endpoint, client: ClientSession, attempt: Attempt) -> Protocol:
     """Make `client` ready as the endpoint's protocol says; returns the protocol it speaks."""
     pinned = getattr(endpoint.server, "protocol", "auto")
@@ -212,6 +221,17 @@ async def _open_once(
     from mcp import ClientSession
 
     attempt.phase = "startup"
+    if kind == "streamable-http" and _adopts(endpoint):
+        # Opening sends nothing and waits for nothing: no start-up limit to keep.
+        async with (
+            _transport(endpoint, attempt, kind, client) as (read, write),
+            ClientSession(read, write, **session_kwargs) as sdk_session,
+        ):
+            attempt.phase = "initialize"
+            endpoint.protocol = await _start(endpoint, sdk_session, attempt)
+            yield Session(sdk_session, endpoint, attempt)
+            attempt.phase = "close"
+        return
     limit = endpoint.timeouts.startup
     # The start-up deadline encloses the transport so that cancel scopes nest; it is lifted once the
     # session is ready. The SDK's stdio transport shields its own shutdown.
@@ -227,7 +247,12 @@ async def _open_once(
                 opening.cancel()
             with opening:
                 attempt.phase = "initialize"
-                protocol = await _start(endpoint, sdk_session, attempt)
+                try:
+                    protocol = await _start(endpoint, sdk_session, attempt)
+                except BaseException:
+                    if startup.cancel_called and limit is not None and attempt.on_timeout is not None:
+                        attempt.on_timeout(timeout_error(endpoint, attempt, "initialize", limit))
+                    raise
             attempt.opening = None
             if opening.cancel_called:
                 raise Interrupted()
@@ -288,15 +313,14 @@ async def open_session(
     if lent is not None and "elicitation_callback" not in session_kwargs:
         session_kwargs["elicitation_callback"] = with_defaults(lent)
     server = endpoint.server
-    async with contextlib.AsyncExitStack() as stack:
-        if server.kind == "stdio":
-            session = await stack.enter_async_context(
-                _open_once(endpoint, attempt, "stdio", None, session_kwargs)
-            )
+    if server.kind == "stdio":
+        async with _open_once(endpoint, attempt, "stdio", None, session_kwargs) as session:
             yield session
-            return
-        http: HttpServer = server
-        await stack.enter_async_context(connection_headers(http))
+        return
+    http: HttpServer = server
+    async with contextlib.AsyncExitStack() as stack:
+        if callable(http.headers):
+            await stack.enter_async_context(connection_headers(http))
         stack.enter_context(recording_status(attempt))
         lease: contextlib.AbstractAsyncContextManager[httpx2.AsyncClient]
         if endpoint.resources is not None:  # the list's shared client (see _toollist)

@@ -252,8 +252,15 @@ class Policies:
 
     def _limited(self, call: ToolCaller) -> ToolCaller:
         async def limited(name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
-            async with self.limiter():
+            limiter = self.limiter()
+            try:  # a free slot is taken without a trip through the event loop
+                limiter.acquire_nowait()
+            except anyio.WouldBlock:
+                await limiter.acquire()
+            try:
                 return await call(name, arguments, on_update)
+            finally:
+                limiter.release()
 
         return limited
 

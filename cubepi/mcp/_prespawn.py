@@ -30,7 +30,7 @@ import anyio.lowlevel
 from . import _errors
 from ._background import Home, current_home
 from ._open import open_session
-from ._session import Attempt, Endpoint, Session
+from ._session import CLOSE_MARGIN, Attempt, Endpoint, Session
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
@@ -175,7 +175,11 @@ class SparePool:
                 if _errors.is_cancellation(exc):
                     raise
                 spare.release.set()
-                _errors.reraise(await attempt.error(exc, self._endpoint.describe()))
+                # A server that ignores its stdin closing takes seconds to end: not the caller's time.
+                with anyio.move_on_after(CLOSE_MARGIN, shield=True):
+                    await spare.closed.wait()
+                settled = spare.closed.is_set()
+                _errors.reraise(await attempt.error(exc, self._endpoint.describe(), settled=settled))
                 raise  # pragma: no cover - reraise always raises
         finally:
             spare.release.set()

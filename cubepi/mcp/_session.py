@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ._toollist import ToolListResources
 
 __all__ = [
+    "CLOSE_MARGIN",
     "DEFAULT_MAX_DURATION",
     "DEFAULT_TIMEOUT",
     "SAME_AS_TIMEOUT",
@@ -62,6 +63,9 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_DURATION = 600.0
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 REQUEST_TIMEOUT = -32001
+# How long a call whose limit ran out waits for its session to close before it raises all the same (the
+# closing goes on in the background, owned by the list).
+CLOSE_MARGIN = 0.05
 # How many times a 2026-07-28 call may be sent again with the input its server asked for.
 INPUT_ROUNDS = 10
 
@@ -161,8 +165,8 @@ class Endpoint:
     timeouts: Timeouts = field(default_factory=Timeouts)
     http_transport: Literal["streamable-http", "sse"] | None = None
     protocol: Protocol | None = None
-    # The tools as the server listed them: a fresh 2026-07-28 session learns the called tool's definition
-    # from here, so that the SDK mirrors its `x-mcp-header` parameters into `Mcp-Param-*` headers.
+    # The listed tools that mirror parameters into headers (`x-mcp-header`): a fresh 2026-07-28 session
+    # learns the called tool's definition from here, so that the SDK sends them as `Mcp-Param-*` headers.
     listed: dict[str, mcp_types.Tool] = field(default_factory=dict, repr=False, compare=False)
     # Callbacks every session to this server gets (the SDK's `ClientSession` keywords).
     callbacks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -196,12 +200,20 @@ class Attempt:
     # Set when the caller is cancelled while the session is still being opened (see `interrupt`).
     interrupted: bool = False
     opening: anyio.CancelScope | None = None
+    # Told of a start-up timeout as soon as it happens, before the transport has closed (the closing of a
+    # server that ignores its stdin takes seconds; see `_call._run_owned`).
+    on_timeout: Callable[[MCPTimeoutError], None] | None = None
 
-    async def stderr_tail(self) -> str | None:
+    async def stderr_tail(self, *, settled: bool = True) -> str | None:
+        """What the server printed last; `settled`: once it is gone (waits briefly for its pipe's end),
+        else what it printed so far."""
         if self.stderr is None:
             return None
-        with anyio.CancelScope(shield=True):
-            tail = await self.stderr.final_tail()
+        if settled:
+            with anyio.CancelScope(shield=True):
+                tail = await self.stderr.final_tail()
+        else:
+            tail = self.stderr.tail()
         return redact(tail, self.secrets) or None
 
     @property
@@ -215,14 +227,18 @@ class Attempt:
         if self.opening is not None:
             self.opening.cancel()
 
-    async def error(self, exc: BaseException, server: str) -> BaseException:
-        """`exc` as the readable error to raise in its place (see `_errors.translate`)."""
+    async def error(
+        self, exc: BaseException, server: str, *, settled: bool = True, phase: Phase | None = None
+    ) -> BaseException:
+        """`exc` as the readable error to raise in its place (see `_errors.translate`); `settled`: the
+        session has closed (else the stderr tail is what the server printed so far); `phase`: the phase
+        `exc` happened in, when the session has moved on since."""
         return _errors.translate(
             exc,
-            phase=self.phase,
+            phase=phase or self.phase,
             server=server,
             tool_name=self.tool_name,
-            stderr=await self.stderr_tail(),
+            stderr=await self.stderr_tail(settled=settled),
             note=self.note,
             exit_code=self.exit_code,
             http_status=(self.http_status, self.http_reason) if self.http_status else None,
@@ -277,7 +293,7 @@ class Session:
                 cursor = page.next_cursor
                 if not cursor:
                     usable = _usable_tools(tools, self.endpoint.describe())
-                    self.endpoint.listed = {tool.name: tool for tool in usable}
+                    self.endpoint.listed = {tool.name: tool for tool in usable if _mirrors_headers(tool)}
                     return usable
                 if cursor in seen:
                     raise MCPError(
@@ -429,7 +445,8 @@ class Session:
         a tool definition; `_absorb_tool_listing` is what its own response cache uses.)"""
         from mcp import types
 
-        tool = self.endpoint.listed.get(name)
+        listed = self.endpoint.listed
+        tool = listed.get(name) if listed else None
         protocol = self.endpoint.protocol
         if tool is None or protocol is None or not protocol.stateless:
             return
@@ -446,6 +463,16 @@ class Session:
         status = self.attempt.http_status
         stateless = self.endpoint.protocol is not None and self.endpoint.protocol.stateless
         return status in (401, 403) or (status == 404 and not stateless)
+
+
+def _mirrors_headers(tool: mcp_types.Tool) -> bool:
+    """Whether a tool names parameters to mirror into ``Mcp-Param-*`` headers (found once, at listing, so
+    that a call of any other tool skips `Session._learn`)."""
+    try:
+        from mcp.shared.inbound import x_mcp_header_map
+    except ImportError:  # pragma: no cover - another SDK layout: learn every tool, as before
+        return True
+    return bool(x_mcp_header_map(tool.input_schema))
 
 
 def _usable_tools(tools: list[mcp_types.Tool], server: str) -> list[mcp_types.Tool]:

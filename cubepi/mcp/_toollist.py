@@ -33,7 +33,7 @@ import anyio
 
 from ..errors import UserError
 from ..tools import AgentTool, ensure_unique_names
-from ._background import Home, current_home
+from ._background import Closings, Home, current_home
 
 if TYPE_CHECKING:
     import httpx2
@@ -215,6 +215,7 @@ class ToolListResources:
     def __init__(self, describe: str, *, share_http: bool = True) -> None:
         self.http = SharedHttpClient() if share_http else None
         self.spares: SparePool | None = None
+        self.closings = Closings()  # sessions still closing after their call ran out of time
         self.closed = False
         self._describe = describe
 
@@ -243,6 +244,7 @@ class ToolListResources:
             await self.http.aclose()
         if self.spares is not None:
             await self.spares.aclose()
+        await self.closings.wait()
 
 
 # How long a list's idle connections stay open after its last call, for the next call to reuse.
@@ -259,7 +261,8 @@ class _Kept:
     stop: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
     wake: anyio.Event = field(default_factory=anyio.Event)  # the last call ended, or stop
-    gate: anyio.Lock = field(default_factory=anyio.Lock)  # no call starts while idle sockets close
+    # No call starts while idle sockets close; a free gate is passed without a trip through the loop.
+    gate: anyio.Lock = field(default_factory=lambda: anyio.Lock(fast_acquire=True))
     leases: int = 0
     released_at: float = 0.0
     finished: bool = False
