@@ -91,6 +91,19 @@ async def test_http_list_calls_in_a_fresh_process(kitchen_http: RunningServer, l
         assert await in_fresh_process(tools, "echo", {"message": "travelled"}) == local == "travelled"
 
 
+async def test_a_prespawning_list_prespawns_where_it_lands(leaks: LeakChecker) -> None:
+    async with await load_mcp_tools_stdio(PYTHON, [str(KITCHEN)], include=["echo"], prespawn=True) as tools:
+        script = (
+            "import pickle, sys\n"
+            "tools = pickle.load(sys.stdin.buffer)\n"
+            "spares = tools._resources.spares\n"
+            "print(spares.armed, spares.spawned, tools[0].execute_sync({'message': 'spare'}).text)\n"
+        )
+        with anyio.fail_after(60):
+            done = await anyio.run_process([PYTHON, "-c", script], input=pickle.dumps(tools))
+        assert done.stdout.decode().split() == ["True", "0", "spare"]  # made there, started on demand
+
+
 async def test_tools_pickled_apart_share_one_list_where_they_land(kitchen_http: RunningServer) -> None:
     """Each tool pickled on its own (as an engine sends a task's arguments) still finds its list's
     resources: one per process, made there."""
