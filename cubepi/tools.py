@@ -201,7 +201,7 @@ class AgentTool:
         kwargs: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
-            "parameters": self._parameters if self._parameters is not None else self._factory,
+            "parameters": self._factory if self._factory is not None else self._parameters,
             "run": self._run,
             "input_schema": self.input_schema,
             "annotations": self.annotations,
@@ -213,7 +213,10 @@ class AgentTool:
         if unknown:
             raise UserError(f"AgentTool has no attribute(s) {sorted(unknown)}")
         kwargs.update(changes)
-        return AgentTool(**kwargs)
+        copy = AgentTool(**kwargs)
+        if "parameters" not in changes and copy._factory is not None:
+            copy._parameters = self._parameters  # the model built already (the factory still travels)
+        return copy
 
     # -- calling -----------------------------------------------------------------------------------------
 

@@ -75,6 +75,9 @@ async def test_stdio_list_round_trip_calls_and_shares(
         assert [t.input_schema for t in copy] == [t.input_schema for t in tools]
         assert [t.annotations for t in copy] == [t.annotations for t in tools]
         add = by_name(copy)["k__add"]
+        built = by_name(tools)["k__add"]
+        assert built.parameters  # a copy of a tool whose model was built still travels
+        assert travel(built.replace(name="plus"), dumps).name == "plus"
         assert (await add.execute({"a": 2, "b": 40})).text == "42"
         assert (await add.execute({"a": "x"})).is_error  # the model is built again from the schema
         endpoints = {id(endpoint_of(item)) for item in copy}
@@ -147,6 +150,7 @@ async def test_every_loader(
 async def test_module_level_tool_functions(dumps: Callable[[Any], bytes]) -> None:
     assert travel(scale_tools.multiply, dumps) is scale_tools.multiply
     assert (await travel(scale_tools.shout, dumps).execute({"text": "hi"})).text == "HI"
+    assert scale_tools.multiply.parameters  # built here: the copy still travels with the factory
     renamed = travel(scale_tools.multiply.replace(name="times"), dumps)
     assert renamed.name == "times" and (await renamed.execute({"a": 6, "b": 7})).text == "42"
     assert (await renamed.execute({"a": 6})).is_error  # its model was made again, and validates
