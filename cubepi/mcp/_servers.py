@@ -106,24 +106,24 @@ _WAY_OUT = {
 
 
 def _pickle_failure(value: object) -> str | None:
-    """Why `value` does not pickle with the pickler at work (cloudpickle or pickle), or None."""
-    cloudpickle = sys.modules.get("cloudpickle")
-    pickler: Any = cloudpickle if cloudpickle is not None and _inside(cloudpickle.__name__) else pickle
+    """Why `value` does not pickle with the pickler at work (a cloudpickle, Ray's included, or pickle)."""
     try:
-        pickler.dumps(value)
+        _pickler_at_work().dumps(value)
     except Exception as exc:
         return f"{type(exc).__name__}: {str(exc)[:200]}"
     return None
 
 
-def _inside(package: str) -> bool:
-    """Whether code of `package` is on the call stack (a pickler written in Python calls us from there)."""
+def _pickler_at_work() -> Any:
+    """The cloudpickle module whose code is on the call stack (it is pickling us), else `pickle`."""
     frame = sys._getframe(1)
     while frame is not None:
-        if str(frame.f_globals.get("__name__", "")).startswith(package):
-            return True
+        name = str(frame.f_globals.get("__name__", ""))
+        module = sys.modules.get(name) if "cloudpickle" in name else None
+        if callable(getattr(module, "dumps", None)):
+            return module
         frame = frame.f_back  # type: ignore[assignment]
-    return False
+    return pickle
 
 
 class _Connectable:
