@@ -125,9 +125,8 @@ async def test_tools_pickled_apart_share_one_list_where_they_land(kitchen_http: 
         assert endpoint_of(travel(tools[0])).resources is tools._resources
 
 
-async def test_every_loader(
-    kitchen_http: RunningServer, tmp_path: Path, dumps: Callable[[Any], bytes]
-) -> None:
+async def test_every_loader(kitchen_http: RunningServer, tmp_path: Path) -> None:
+    """Each loader's tools travel (with pickle and cloudpickle in turn, to keep the test short)."""
     config = tmp_path / "mcp.json"
     servers = {
         "kit": {"command": PYTHON, "args": [str(KITCHEN)]},
@@ -135,16 +134,16 @@ async def test_every_loader(
     }
     config.write_text(json.dumps({"mcpServers": servers}))
     async with await load_mcp_tools_from_config(config) as from_config:
-        copy = travel(from_config, dumps)
+        copy = travel(from_config, cloudpickle.dumps)
         assert type(copy) is type(from_config) and len(copy) == len(from_config)
         names = by_name(copy)
         assert (await names["kit__add"].execute({"a": 1, "b": 2})).text == "3"
         assert (await names["web__add"].execute({"a": 3, "b": 4})).text == "7"
     async with await load_mcp_tools(HttpServer(kitchen_http.url), include=["add"]) as general:
-        assert (await travel(general, dumps)[0].execute({"a": 5, "b": 5})).text == "10"
+        assert (await travel(general)[0].execute({"a": 5, "b": 5})).text == "10"
     spec = {"name": "add", "inputSchema": {"type": "object", "properties": {"a": {}, "b": {}}}}
     single = make_mcp_agent_tool(spec, StdioServer(PYTHON, [str(KITCHEN)]))
-    assert (await travel(single, dumps).execute({"a": 20, "b": 22})).text == "42"
+    assert (await travel(single, cloudpickle.dumps).execute({"a": 20, "b": 22})).text == "42"
 
 
 async def test_module_level_tool_functions(dumps: Callable[[Any], bytes]) -> None:
