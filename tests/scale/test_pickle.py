@@ -230,7 +230,18 @@ async def test_callables_travel_by_name_or_stay_behind() -> None:
     server = StdioServer(PYTHON, [str(KITCHEN)], on_stderr=locked_stderr)
     assert travel(server).on_stderr is locked_stderr
     lam = StdioServer(PYTHON, [str(KITCHEN)], on_stderr=lambda line: None)
-    assert travel(lam, cloudpickle.dumps).on_stderr is not None  # cloudpickle sends a lambda by value
+    sent = travel(lam, cloudpickle.dumps)  # cloudpickle sends a lambda by value
+    assert callable(sent.on_stderr) and "left behind" not in repr(sent.on_stderr)
+    sent.check_travelled()
     left = travel(lam)  # plain pickle cannot
     with pytest.raises(UserError, match=r"on_stderr= .* could not be pickled"):
         await load_mcp_tools(left)
+
+
+async def test_callable_headers_left_behind_say_so() -> None:
+    server = HttpServer("http://127.0.0.1:1/mcp", headers=lambda: {"Authorization": SECRET})
+    left = travel(server)
+    assert "headers=<function, left behind>" in repr(left) and SECRET not in repr(left)
+    with pytest.raises(UserError, match=r"the headers= of http server .* could not be pickled") as caught:
+        await load_mcp_tools(left)
+    assert "module-level function" in str(caught.value) and SECRET not in str(caught.value)
