@@ -146,6 +146,10 @@ class FunctionTool:
         reserved = frozenset(bound | {UPDATE_PARAMETER})
         self.model = _model(class_name(self.name), fields, extra, reserved, label)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Travels as its callable; the model is built again from it where it lands."""
+        return FunctionTool, (self.func,)
+
     async def call(self, params: BaseModel, on_update: Callback | None) -> object:
         """Call the function with validated `params`; `on_update` is shaped for the function's kind."""
         threaded = None if self.is_async else _ThreadUpdates(on_update)

@@ -11,8 +11,10 @@ import concurrent.futures
 import contextvars
 import functools
 import hashlib
+import importlib
 import json
 import re
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -172,12 +174,34 @@ class AgentTool:
         origin = f", origin={self.origin!r}" if self.origin else ""
         return f"AgentTool(name={self.name!r}{origin})"
 
+    # -- travelling to other processes (pickle, cloudpickle) ---------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What travels: no lock, and no model a factory built (the factory builds it again there)."""
+        state = self.__dict__.copy()
+        del state["_lock"]
+        if state["_factory"] is not None:
+            state["_parameters"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """A ``@tool`` defined at module level travels as a reference to it, as functions do."""
+        if isinstance(self._run, _FunctionRun):
+            found = _decorated(self._run.function.func)
+            if found is not None and found[1] is self:
+                return _import_global, found[0]
+        return super().__reduce_ex__(protocol)
+
     def replace(self, **changes: Any) -> AgentTool:
         """A copy with some attributes changed (``name``, ``description``, ``needs_approval``, ...)."""
         kwargs: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
-            "parameters": self._parameters if self._parameters is not None else self._factory,
+            "parameters": self._factory if self._factory is not None else self._parameters,
             "run": self._run,
             "input_schema": self.input_schema,
             "annotations": self.annotations,
@@ -189,7 +213,10 @@ class AgentTool:
         if unknown:
             raise UserError(f"AgentTool has no attribute(s) {sorted(unknown)}")
         kwargs.update(changes)
-        return AgentTool(**kwargs)
+        copy = AgentTool(**kwargs)
+        if "parameters" not in changes and copy._factory is not None:
+            copy._parameters = self._parameters  # the model built already (the factory still travels)
+        return copy
 
     # -- calling -----------------------------------------------------------------------------------------
 
@@ -466,24 +493,68 @@ def to_result(value: object) -> AgentToolResult:
 # -- @tool -----------------------------------------------------------------------------------------------
 
 
+class _FunctionRun:
+    """The `run` of a hand-written tool: an object rather than a closure, so that the tool pickles."""
+
+    def __init__(self, function: FunctionTool) -> None:
+        self.function = function
+
+    def model(self) -> type[BaseModel]:
+        return self.function.model
+
+    async def __call__(self, params: BaseModel, on_update: UpdateCallback | None) -> AgentToolResult:
+        return to_result(await self.function.call(params, on_update))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A decorated function's module attribute is its tool: reach the function through it.
+        found = _decorated(self.function.func)
+        if found is not None:
+            return _run_of_global, found[0]
+        return _FunctionRun, (self.function,)
+
+
+def _decorated(func: Callable[..., Any]) -> tuple[tuple[str, str], AgentTool] | None:
+    """Where ``@tool`` left the tool made of `func` at module level: (module, qualified name) and the tool.
+    None in ``__main__`` (cloudpickle sends what it holds by value; so does this)."""
+    module = getattr(func, "__module__", None)
+    qualname = getattr(func, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or module == "__main__":
+        return None
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    if isinstance(found, AgentTool):
+        run = found._run
+        if isinstance(run, _FunctionRun) and run.function.func is func:
+            return (module, qualname), found
+    return None
+
+
+def _import_global(module: str, qualname: str) -> Any:
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
+
+
+def _run_of_global(module: str, qualname: str) -> Any:
+    return _import_global(module, qualname)._run
+
+
 def _build_tool(
     func: Callable[..., Any],
     name: str | None,
     description: str | None,
     needs_approval: ApprovalPolicy,
 ) -> AgentTool:
-    function = FunctionTool(func)
-
-    async def run(params: BaseModel, on_update: UpdateCallback | None) -> AgentToolResult:
-        return to_result(await function.call(params, on_update))
-
+    run = _FunctionRun(FunctionTool(func))
     return AgentTool(
-        name=name or function.name,
-        description=description if description is not None else function.description,
-        parameters=function.model,
+        name=name or run.function.name,
+        description=description if description is not None else run.function.description,
+        parameters=run.model,
         run=run,
         needs_approval=needs_approval,
-        origin=f"@tool {function.origin}",
+        origin=f"@tool {run.function.origin}",
     )
 
 

@@ -46,6 +46,7 @@ async def run_stateless(
     `_prespawn`). A call refused with "unsupported protocol version" forgets the protocol found at load,
     probes again and runs `work` once more.
     """
+    endpoint.server.check_travelled()
     resources = endpoint.resources
     if resources is not None:
         resources.check_open()

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
     from ._servers import Server
 
-__all__ = ["MCPConnection", "ToolsChangedCallback"]
+__all__ = ["DetachedConnection", "MCPConnection", "ToolsChangedCallback", "run_on"]
 
 T = TypeVar("T")
 logger = logging.getLogger("cubepi.mcp")
@@ -102,6 +102,7 @@ class MCPConnection:
             raise UserError(f"auto_reconnect must be True or False, got {auto_reconnect!r}")
         if on_tools_changed is not None and not callable(on_tools_changed):
             raise UserError("on_tools_changed must be a function of the ToolChanges (sync or async)")
+        server.check_travelled()
         self.server = server
         self.auto_reconnect = auto_reconnect
         self.endpoint = Endpoint(server, Timeouts.from_options(timeout, startup_timeout))
@@ -477,14 +478,50 @@ class MCPConnection:
         self, endpoint: Endpoint
     ) -> Callable[[str, dict[str, Any], UpdateCallback | None], Awaitable[Any]]:
         """A `ToolCaller` over this connection with `endpoint`'s timeouts."""
+        return _ConnectionCaller(self, endpoint)
 
-        async def call(name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
-            async def work(session: Session) -> mcp_types.CallToolResult:
-                return await session.call_tool(name, arguments, on_update)
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A connection does not travel: a pickled one is a `DetachedConnection` that refuses to call."""
+        return DetachedConnection, (self.describe(),)
 
-            return await self.run(work, endpoint=endpoint, tool_name=name)
 
-        return call
+class DetachedConnection:
+    """What a connection becomes in another process (tools loaded from it were pickled): calling raises."""
+
+    def __init__(self, describe: str) -> None:
+        self._describe = describe
+
+    def describe(self) -> str:
+        return self._describe
+
+    async def run(self, work: Any, **options: Any) -> Any:
+        tool = options.get("tool_name")
+        what = f"tool {tool!r}" if tool else "this tool list"
+        raise UserError(
+            f"{what} was loaded from a live connection to {self._describe} (server.connect()), which stays "
+            "in the process that opened it: a connection does not travel. To call from other processes, "
+            "load stateless tools (load_mcp_tools(server) or the stdio / http loaders) and send those"
+        )
+
+
+async def run_on(connection: MCPConnection | DetachedConnection, work: Any, **options: Any) -> Any:
+    """``connection.run(work, **options)``, as a function: a partial of it pickles with the connection
+    (a bound method would take `MCPConnection.run` along, whatever the connection became)."""
+    return await connection.run(work, **options)
+
+
+@dataclasses.dataclass
+class _ConnectionCaller:
+    """A `ToolCaller` over a live connection (an object: pickled, it refuses to call)."""
+
+    connection: MCPConnection | DetachedConnection
+    endpoint: Endpoint
+
+    async def __call__(self, name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
+        async def work(session: Session) -> mcp_types.CallToolResult:
+            return await session.call_tool(name, arguments, on_update)
+
+        return await self.connection.run(work, endpoint=self.endpoint, tool_name=name)
 
 
 def _is_lost(exc: BaseException) -> bool:

@@ -21,9 +21,17 @@ _MISSING_CAPABILITY = -32021
 
 def with_defaults(callback: ElicitationFnT) -> ElicitationFnT:
     """`callback`, with an accepted form's missing fields filled from the requested schema's defaults."""
+    return _WithDefaults(callback)
 
-    async def elicit(context: Any, params: Any) -> Any:
-        result: Any = await callback(context, params)
+
+class _WithDefaults:
+    """`with_defaults` as an object (it travels with a pickled tool when `callback` pickles)."""
+
+    def __init__(self, callback: ElicitationFnT) -> None:
+        self.callback = callback
+
+    async def __call__(self, context: Any, params: Any) -> Any:
+        result: Any = await self.callback(context, params)
         schema = getattr(params, "requested_schema", None)
         if getattr(result, "action", None) != "accept" or not isinstance(schema, Mapping):
             return result
@@ -39,8 +47,6 @@ def with_defaults(callback: ElicitationFnT) -> ElicitationFnT:
         if not missing:
             return result
         return result.model_copy(update={"content": {**content, **missing}})
-
-    return elicit
 
 
 def missing_input_hint(code: int, message: str) -> str | None:

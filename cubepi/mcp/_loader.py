@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from ..errors import UserError
 from ._call import run_stateless
-from ._connection import MCPConnection
+from ._connection import MCPConnection, run_on
 from ._input import with_defaults
 from ._limits import DEFAULT_MAX_RESPONSE_BYTES, SAME_AS_SERVER, check_response_bytes
 from ._logs import server_logs
@@ -166,7 +166,7 @@ async def _load_from_connection(
         policies,
         conn.caller(endpoint),
         origin=conn.describe(),
-        run=functools.partial(conn.run, endpoint=endpoint, phase="list"),
+        run=functools.partial(run_on, conn, endpoint=endpoint, phase="list"),
         # On a connection, calls multiplex over one session: only an explicit max_concurrency limits them.
         concurrency=max_concurrency is not DEFAULT_MAX_CONCURRENCY,
     )

@@ -25,9 +25,15 @@ _LEVELS = {
 
 def server_logs(origin: str) -> Any:
     """A `logging_callback` for the SDK that logs each message of the server `origin` describes."""
+    return _ServerLogs(origin)
 
-    async def log(params: Any) -> None:
-        where = f"{origin}" + (f" ({params.logger})" if getattr(params, "logger", None) else "")
+
+class _ServerLogs:
+    """`server_logs` as an object, so that it travels with a pickled tool."""
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+
+    async def __call__(self, params: Any) -> None:
+        where = f"{self.origin}" + (f" ({params.logger})" if getattr(params, "logger", None) else "")
         logger.log(_LEVELS.get(str(params.level), logging.INFO), "%s: %s", where, params.data)
-
-    return log

@@ -251,41 +251,20 @@ class Policies:
         return found
 
     def _limited(self, call: ToolCaller) -> ToolCaller:
-        async def limited(name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
-            limiter = self.limiter()
-            try:  # a free slot is taken without a trip through the event loop
-                limiter.acquire_nowait()
-            except anyio.WouldBlock:
-                await limiter.acquire()
-            try:
-                return await call(name, arguments, on_update)
-            finally:
-                limiter.release()
-
-        return limited
+        return _Limited(self, call)
 
     @staticmethod
     def _retrying(call: ToolCaller, retries: int) -> ToolCaller:
-        if retries <= 0:
-            return call
+        return _Retrying(call, retries) if retries > 0 else call
 
-        async def retrying(name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
-            for attempt in range(retries + 1):
-                try:
-                    return await call(name, arguments, on_update)
-                except MCPTimeoutError as exc:
-                    if exc.phase == "call" or attempt == retries:
-                        raise  # a slow tool is not retried: it would double the wait
-                    error: MCPError = exc
-                except MCPError as exc:
-                    if attempt == retries:
-                        raise
-                    error = exc
-                logger.info("retrying tool %r (retry %d of %d) after: %s", name, attempt + 1, retries, error)
-                await anyio.sleep(min(RETRY_BACKOFF * 2**attempt, RETRY_BACKOFF_MAX))
-            raise AssertionError("unreachable")  # pragma: no cover
+    def __getstate__(self) -> dict[str, Any]:
+        """The policies travel; the limiters (one per event loop) are made again where calls run."""
+        state = dict(self.__dict__)
+        del state["_limiters"]
+        return state
 
-        return retrying
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _limiters=weakref.WeakKeyDictionary())
 
     # -- rendering -----------------------------------------------------------------------------------------
 
@@ -301,6 +280,50 @@ class Policies:
         if self.max_output_chars is not None:
             result = _clip_result(result, self.max_output_chars, already_cut=None)
         return result
+
+
+@dataclass
+class _Limited:
+    """`call` under the list's concurrency limit (objects, not closures, so that tools pickle)."""
+
+    policies: Policies
+    call: ToolCaller
+
+    async def __call__(self, name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
+        limiter = self.policies.limiter()
+        try:  # a free slot is taken without a trip through the event loop
+            limiter.acquire_nowait()
+        except anyio.WouldBlock:
+            await limiter.acquire()
+        try:
+            return await self.call(name, arguments, on_update)
+        finally:
+            limiter.release()
+
+
+@dataclass
+class _Retrying:
+    """`call` sent again up to `retries` times after a transport failure (never after a call timeout)."""
+
+    call: ToolCaller
+    retries: int
+
+    async def __call__(self, name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
+        retries = self.retries
+        for attempt in range(retries + 1):
+            try:
+                return await self.call(name, arguments, on_update)
+            except MCPTimeoutError as exc:
+                if exc.phase == "call" or attempt == retries:
+                    raise  # a slow tool is not retried: it would double the wait
+                error: MCPError = exc
+            except MCPError as exc:
+                if attempt == retries:
+                    raise
+                error = exc
+            logger.info("retrying tool %r (retry %d of %d) after: %s", name, attempt + 1, retries, error)
+            await anyio.sleep(min(RETRY_BACKOFF * 2**attempt, RETRY_BACKOFF_MAX))
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _as_result(rendered: Any, raw: Any) -> AgentToolResult:

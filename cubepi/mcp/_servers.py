@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import pickle
 import shlex
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
@@ -77,8 +79,90 @@ def _check_protocol(value: object) -> None:
         raise UserError(f"protocol must be one of {known}; got {value!r}")
 
 
+class LeftBehind:
+    """Stands, in another process, for a setting that could not be pickled with its server config."""
+
+    def __init__(self, setting: str, kind: str, reason: str) -> None:
+        self.setting = setting
+        self.kind = kind
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"<{self.kind}, left behind>"
+
+
+# What each setting that may hold a live object says when it could not travel.
+_WAY_OUT = {
+    "auth": (
+        "give the worker a way to make its own credentials: headers= a module-level function that reads "
+        "the token where it runs (an environment variable, a file), or an httpx2.Auth that pickles (a "
+        "__reduce__ that builds it again from what it needs: an auth factory)"
+    ),
+    "headers": (
+        "use a module-level function (pickle sends functions by name) or cloudpickle, or build the "
+        "server config in the worker"
+    ),
+    "on_stderr": "use a module-level function (pickle sends functions by name), or none",
+}
+
+
+def _pickle_failure(value: object) -> str | None:
+    """Why `value` does not pickle with the pickler at work (a cloudpickle, Ray's included, or pickle)."""
+    try:
+        _pickler_at_work().dumps(value)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
+    return None
+
+
+def _pickler_at_work() -> Any:
+    """The cloudpickle module whose code is on the call stack (it is pickling us), else `pickle`."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = str(frame.f_globals.get("__name__", ""))
+        module = sys.modules.get(name) if "cloudpickle" in name else None
+        if callable(getattr(module, "dumps", None)):
+            return module
+        frame = frame.f_back  # type: ignore[assignment]
+    return pickle
+
+
 class _Connectable:
-    """`connect()`, shared by both server configurations."""
+    """`connect()` and travelling (pickle), shared by both server configurations.
+
+    A config pickles whole: what the user gave it (header values and `env` included) is what a worker
+    needs to call. A setting holding a live object that does not pickle (an `auth` with a lock, a lambda
+    with plain pickle) is left behind: the config still travels, and calling through it raises `UserError`
+    naming the setting and the way out (`check_travelled`).
+    """
+
+    _LIVE_SETTINGS: ClassVar[tuple[str, ...]] = ()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        for setting in self._LIVE_SETTINGS:
+            value = state.get(setting)
+            if value is None or isinstance(value, (Mapping, LeftBehind)):
+                continue
+            reason = _pickle_failure(value)
+            if reason is not None:
+                state[setting] = LeftBehind(setting, type(value).__name__, reason)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def check_travelled(self) -> None:
+        """Raise `UserError` if a setting of this config could not be pickled (see the class docstring)."""
+        for setting in self._LIVE_SETTINGS:
+            value = getattr(self, setting, None)
+            if isinstance(value, LeftBehind):
+                describe = cast("StdioServer | HttpServer", self).describe()
+                raise UserError(
+                    f"the {setting}= of {describe} ({value.kind}) could not be pickled "
+                    f"({value.reason}), so it stayed in the process that made it and this copy of the "
+                    f"config cannot call; {_WAY_OUT[setting]}"
+                )
 
     def connect(
         self,
@@ -146,6 +230,7 @@ class StdioServer(_Connectable):
     protocol: ProtocolSetting = "auto"
     max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES
     kind: ClassVar[Literal["stdio"]] = "stdio"
+    _LIVE_SETTINGS: ClassVar[tuple[str, ...]] = ("on_stderr",)
 
     def __post_init__(self) -> None:
         _check_protocol(self.protocol)
@@ -214,6 +299,7 @@ class HttpServer(_Connectable):
     protocol: ProtocolSetting = "auto"
     max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES
     kind: ClassVar[Literal["http"]] = "http"
+    _LIVE_SETTINGS: ClassVar[tuple[str, ...]] = ("headers", "auth")
 
     def __post_init__(self) -> None:
         _check_protocol(self.protocol)
@@ -230,11 +316,16 @@ class HttpServer(_Connectable):
         return f"http server {_safe_url(self.url)}"
 
     def __repr__(self) -> str:
-        if callable(self.headers):
+        if isinstance(self.headers, LeftBehind):
+            headers = f", headers={self.headers!r}"
+        elif callable(self.headers):
             headers = ", headers=<callable>"
         else:
             headers = f", headers=<{', '.join(sorted(self.headers))}>" if self.headers else ""
-        auth = f", auth=<{type(self.auth).__name__}>" if self.auth is not None else ""
+        if isinstance(self.auth, LeftBehind):
+            auth = f", auth={self.auth!r}"
+        else:
+            auth = f", auth=<{type(self.auth).__name__}>" if self.auth is not None else ""
         protocol = f", protocol={self.protocol!r}" if self.protocol != "auto" else ""
         return (
             f"HttpServer(url={_safe_url(self.url)!r}{headers}{auth}, transport={self.transport!r}{protocol}"

@@ -181,6 +181,12 @@ class Endpoint:
     def describe(self) -> str:
         return self.server.describe()
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A pickled endpoint lands: its list's resources (made again here) get this endpoint's spares."""
+        self.__dict__.update(state)
+        if self.resources is not None:
+            self.resources.adopt(self)
+
 
 @dataclass
 class Attempt:

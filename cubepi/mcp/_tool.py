@@ -20,7 +20,16 @@ if TYPE_CHECKING:
 
     from ._servers import HttpServer, StdioServer
 
-__all__ = ["ToolCaller", "build_tool", "make_mcp_agent_tool", "stateless_caller", "tool_spec"]
+__all__ = [
+    "MCPRun",
+    "SchemaModel",
+    "StatelessCaller",
+    "ToolCaller",
+    "build_tool",
+    "make_mcp_agent_tool",
+    "stateless_caller",
+    "tool_spec",
+]
 
 # How a tool reaches its server: (tool name, wire arguments, progress callback) -> the raw CallToolResult.
 ToolCaller: TypeAlias = Callable[[str, dict[str, Any], "UpdateCallback | None"], Awaitable[Any]]
@@ -40,16 +49,69 @@ def tool_spec(tool: Any) -> dict[str, Any]:
     return spec
 
 
-def stateless_caller(endpoint: Endpoint) -> ToolCaller:
-    """Calls that each open a fresh session to `endpoint`'s server and close it."""
+class StatelessCaller:
+    """Calls that each open a fresh session to `endpoint`'s server and close it (a `ToolCaller`).
 
-    async def call(name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
+    An object, not a closure: it pickles with its endpoint (server, protocol found, the list's shared
+    resources, which are made again where it lands).
+    """
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+
+    async def __call__(self, name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
         async def work(session: Session) -> mcp_types.CallToolResult:
             return await session.call_tool(name, arguments, on_update)
 
-        return await run_stateless(endpoint, work, tool_name=name)
+        return await run_stateless(self.endpoint, work, tool_name=name)
 
-    return call
+
+def stateless_caller(endpoint: Endpoint) -> ToolCaller:
+    """Calls that each open a fresh session to `endpoint`'s server and close it."""
+    return StatelessCaller(endpoint)
+
+
+class SchemaModel:
+    """A tool's argument model, built from its `inputSchema` when first needed (and again where a pickled
+    tool lands: the generated class itself does not travel)."""
+
+    def __init__(self, schema: dict[str, Any], name: str) -> None:
+        self.schema = schema
+        self.name = name
+
+    def __call__(self) -> type[BaseModel]:
+        return schema_to_model(self.schema, name=self.name)
+
+
+class MCPRun:
+    """The `run` of an MCP tool: the server is called by the tool's own name with the wire arguments; the
+    result is rendered and its ``structuredContent`` checked against the `outputSchema`."""
+
+    def __init__(
+        self,
+        wire_name: str,
+        call: ToolCaller,
+        render: Callable[[Any], AgentToolResult],
+        output_schema: dict[str, Any] | None,
+    ) -> None:
+        self.wire_name = wire_name
+        self.call = call
+        self.render = render
+        self.output_schema = output_schema
+        self.output_check = OutputCheck(wire_name, output_schema)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["output_check"]  # its compiled validator stays here; made again from the schema
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.output_check = OutputCheck(self.wire_name, self.output_schema)
+
+    async def __call__(self, params: BaseModel, on_update: UpdateCallback | None) -> AgentToolResult:
+        raw = await self.call(self.wire_name, to_arguments(params), on_update)
+        return self.output_check.apply(raw, self.render(raw))
 
 
 def build_tool(
@@ -72,23 +134,15 @@ def build_tool(
         input_schema = {"type": "object", "properties": {}}
     annotations = spec.get("annotations")
     output_schema = spec.get("outputSchema")
-    output_check = OutputCheck(wire_name, output_schema if isinstance(output_schema, dict) else None)
-
-    def parameters() -> type[BaseModel]:
-        return schema_to_model(input_schema, name=wire_name)
-
-    async def run(params: BaseModel, on_update: UpdateCallback | None) -> AgentToolResult:
-        raw = await call(wire_name, to_arguments(params), on_update)
-        return output_check.apply(raw, render(raw))
-
+    output_schema = output_schema if isinstance(output_schema, dict) else None
     return AgentTool(
         name=name,
         description=spec.get("description") or "",
-        parameters=parameters,
-        run=run,
+        parameters=SchemaModel(input_schema, wire_name),
+        run=MCPRun(wire_name, call, render, output_schema),
         input_schema=input_schema,
         annotations=annotations if isinstance(annotations, Mapping) else None,
-        output_schema=output_schema if isinstance(output_schema, dict) else None,
+        output_schema=output_schema,
         needs_approval=needs_approval,
         origin=origin,
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -208,16 +209,42 @@ class MCPToolList(list[AgentTool]):
         state = ", closed" if self.closed else ""
         return f"MCPToolList({list.__repr__(self)}{state})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The list travels with its tools, its server, policies and last listing; a listing's freshness
+        is a time of this process's clock, so the copy asks again at its first refresh."""
+        return {**self.__dict__, "_fresh_until": None}
+
 
 class ToolListResources:
-    """What the stateless calls of one loaded list share; the `Endpoint` of its tools points here."""
+    """What the stateless calls of one loaded list share; the `Endpoint` of its tools points here.
 
-    def __init__(self, describe: str, *, share_http: bool = True) -> None:
+    Pickled, it travels as what it is, not what it holds: in the process where it lands it is made again
+    empty (its HTTP client, its spare server pool made there on first use), once per process: every tool
+    of the list unpickled there shares it, however many times they were pickled.
+    """
+
+    def __init__(self, describe: str, *, share_http: bool = True, token: str | None = None) -> None:
         self.http = SharedHttpClient() if share_http else None
         self.spares: SparePool | None = None
         self.closings = Closings()  # sessions still closing after their call ran out of time
         self.closed = False
         self._describe = describe
+        self.token = token or uuid.uuid4().hex
+        self.prespawn = False
+        _IN_THIS_PROCESS[self.token] = self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        shared = (self.token, self._describe, self.http is not None, self.prespawn, self.closed)
+        return _resources_here, shared
+
+    def adopt(self, endpoint: Endpoint, *, armed: bool = True) -> None:
+        """Make the spare pool of a list that prespawns, for `endpoint`; `armed`: it may start spares
+        (not while the list is being loaded)."""
+        if self.prespawn and self.spares is None:
+            from ._prespawn import SparePool
+
+            self.spares = SparePool(endpoint)
+            self.spares.armed = armed
 
     def check_open(self) -> None:
         if self.closed:
@@ -245,6 +272,21 @@ class ToolListResources:
         if self.spares is not None:
             await self.spares.aclose()
         await self.closings.wait()
+
+
+_IN_THIS_PROCESS: weakref.WeakValueDictionary[str, ToolListResources] = weakref.WeakValueDictionary()
+
+
+def _resources_here(
+    token: str, describe: str, share_http: bool, prespawn: bool, closed: bool
+) -> ToolListResources:
+    """The resources of a pickled list in this process: the ones already here, or new empty ones."""
+    found = _IN_THIS_PROCESS.get(token)
+    if found is None:
+        found = ToolListResources(describe, share_http=share_http, token=token)
+        found.prespawn = prespawn
+        found.closed = closed
+    return found
 
 
 # How long a list's idle connections stay open after its last call, for the next call to reuse.
@@ -382,10 +424,8 @@ def prepare_resources(endpoint: Endpoint, *, prespawn: bool) -> ToolListResource
     if prespawn and kind != "stdio":
         raise UserError("prespawn=True applies to stdio servers (an HTTP server has no process to start)")
     resources = ToolListResources(endpoint.describe(), share_http=kind == "http")
-    if prespawn:
-        from ._prespawn import SparePool
-
-        resources.spares = SparePool(endpoint)
+    resources.prespawn = prespawn
+    resources.adopt(endpoint, armed=False)
     endpoint.resources = resources
     return resources
 

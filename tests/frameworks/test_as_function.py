@@ -184,10 +184,6 @@ def test_the_function_travels_as_its_tool_does(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_the_function_pickles_whenever_the_tool_does() -> None:
-    try:
-        pickle.dumps(shout)
-    except Exception as exc:  # tools pickle once the scale-out work lands; then this test runs
-        pytest.skip(f"AgentTool does not pickle on this branch yet: {exc!r}")
     for sync in (True, False):
         function = shout.as_function(sync=sync)
         again = pickle.loads(pickle.dumps(function))
