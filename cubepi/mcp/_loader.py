@@ -28,6 +28,7 @@ from ._policies import (
 )
 from ._servers import Headers, HttpServer, HttpTransport, ProtocolSetting, StderrCallback, StdioServer
 from ._session import SAME_AS_TIMEOUT, Endpoint, Protocol, Session, Timeouts
+from ._tasks import Tasks, advertised
 from ._tool import ToolCaller, stateless_caller, tool_spec
 from ._toollist import Listing, MCPToolList, guard, prepare_resources
 
@@ -58,6 +59,7 @@ async def load_mcp_tools(
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     elicitation_callback: ElicitationFnT | None = None,
     log_level: LoggingLevel | None = None,
+    tasks: bool = True,
 ) -> MCPToolList:
     """Connect to `server`, list its tools (following pagination), disconnect; one `AgentTool` per tool.
 
@@ -101,7 +103,14 @@ async def load_mcp_tools(
     `log_level` (``"debug"`` ... ``"emergency"``) asks the server for its log messages at that level or
     above, during the listing and every call, and passes them to the ``cubepi.mcp.server`` logger (a
     2026-07-28 server sends logs only to requests that ask; a handshake-era server may send them anyway).
+
+    `tasks` (default True): on a 2026-07-28 server that offers the tasks extension
+    (``io.modelcontextprotocol/tasks``), every call consents to run as a task; `execute` then waits for
+    the task (polling it, answering its input, cancelling it when the call ends early) and returns its
+    result (see docs/long-running-calls.md). False: calls never consent.
     """
+    if not isinstance(tasks, bool):
+        raise UserError(f"tasks must be True or False, got {tasks!r}")
     policies = Policies.create(
         prefix=prefix,
         include=include,
@@ -144,6 +153,10 @@ async def load_mcp_tools(
         run=functools.partial(run_stateless, endpoint),
     )
     listing = await guard(resources, lister.list(strict=True))
+    if tasks and advertised(endpoint.protocol):
+        endpoint.tasks = Tasks()
+        endpoint.callbacks.update(endpoint.tasks.session_kwargs())
+        resources.closing.append(endpoint.tasks.cancel_all)
     return MCPToolList.from_listing(listing, lister.relist, resources=resources)
 
 
@@ -266,6 +279,7 @@ async def load_mcp_tools_stdio(
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     elicitation_callback: ElicitationFnT | None = None,
     log_level: LoggingLevel | None = None,
+    tasks: bool = True,
 ) -> MCPToolList:
     """Load the tools of a stdio MCP server started as ``command args...``.
 
@@ -302,6 +316,7 @@ async def load_mcp_tools_stdio(
         max_concurrency=max_concurrency,
         elicitation_callback=elicitation_callback,
         log_level=log_level,
+        tasks=tasks,
     )
 
 
@@ -325,6 +340,7 @@ async def load_mcp_tools_http(
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     elicitation_callback: ElicitationFnT | None = None,
     log_level: LoggingLevel | None = None,
+    tasks: bool = True,
 ) -> MCPToolList:
     """Load the tools of an MCP server over HTTP: ``"streamable-http"``, ``"sse"`` or ``"auto"``.
 
@@ -348,4 +364,5 @@ async def load_mcp_tools_http(
         max_concurrency=max_concurrency,
         elicitation_callback=elicitation_callback,
         log_level=log_level,
+        tasks=tasks,
     )

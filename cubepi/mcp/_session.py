@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from mcp.shared.dispatcher import ProgressFnT
 
     from ._servers import Server
+    from ._tasks import Tasks
     from ._toollist import ToolListResources
 
 __all__ = [
@@ -163,6 +164,8 @@ class Endpoint:
     callbacks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     # What the calls of one loaded list share (HTTP client, spare stdio server); None: nothing shared.
     resources: ToolListResources | None = field(default=None, repr=False, compare=False)
+    # The tasks extension, when the server advertises it and the list consents (see _tasks).
+    tasks: Tasks | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         transport = getattr(self.server, "transport", None)
@@ -308,6 +311,7 @@ class Session:
         hard = math.inf if timeouts.max_duration is None else started + timeouts.max_duration
         # A new 2026-07-28 stdio process gets its start-up limit on top, until it is seen to be up.
         initial = idle + self.starting if self.starting is not None else idle
+        tasks = self.endpoint.tasks
 
         async def send(
             responses: mcp_types.InputResponses | None, state: str | None
@@ -315,8 +319,9 @@ class Session:
             params = types.CallToolRequestParams(
                 name=name, arguments=dict(arguments or {}), input_responses=responses, request_state=state
             )
+            adapter = _call_result() if tasks is None else tasks.call_result()
             return await client.send_request(
-                types.CallToolRequest(params=params), _call_result(), progress_callback=progress
+                types.CallToolRequest(params=params), adapter, progress_callback=progress
             )
 
         async def dispatch(key: str, request: mcp_types.InputRequest) -> Any:
@@ -336,9 +341,11 @@ class Session:
             async def call() -> mcp_types.CallToolResult:
                 first = await send(None, None)
                 if isinstance(first, types.InputRequiredResult):
-                    return await run_input_required_driver(
+                    first = await run_input_required_driver(
                         first, dispatch=dispatch, retry=send, max_rounds=INPUT_ROUNDS
                     )
+                if tasks is not None and not isinstance(first, types.CallToolResult):
+                    return await tasks.finish(self, first, on_update, scope, hard)
                 return first
 
             try:

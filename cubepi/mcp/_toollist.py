@@ -217,6 +217,8 @@ class ToolListResources:
         self.spares: SparePool | None = None
         self.closed = False
         self._describe = describe
+        # Run first when the list closes, while its HTTP client still works (the tasks its calls wait on).
+        self.closing: list[Callable[[], Awaitable[None]]] = []
 
     def check_open(self) -> None:
         if self.closed:
@@ -239,6 +241,8 @@ class ToolListResources:
         if self.closed:
             return
         self.closed = True
+        for hook in self.closing:
+            await hook()
         if self.http is not None:
             await self.http.aclose()
         if self.spares is not None:

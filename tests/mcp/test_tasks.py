@@ -1,0 +1,286 @@
+"""Long-running calls as tasks (the ``io.modelcontextprotocol/tasks`` extension) against a real
+fastmcp-tasks server (memory backend), over stdio and Streamable HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+from conftest import PYTHON, SERVERS, RunningServer, StartServer
+from mcp import types
+
+from cubepi.errors import MCPError, MCPTimeoutError, UserError
+from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
+from cubepi.mcp._tasks import POLL_CAP, POLL_DEFAULT, POLL_FLOOR, poll_delay
+from cubepi.mcp._toollist import MCPToolList
+from cubepi.tools import ToolUpdate
+
+pytest.importorskip("fastmcp_tasks")
+
+TASKS = SERVERS / "tasks.py"
+WAIT = 30.0  # the bound on waiting for an event
+
+
+@pytest.fixture(scope="module")
+def gates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("gates")
+
+
+@pytest.fixture(scope="module")
+def tasks_http(http_server_factory: StartServer, gates: Path) -> RunningServer:
+    env = {"GATES": str(gates), "CANCELLED": str(gates / "cancelled.log")}
+    return http_server_factory([PYTHON, str(TASKS), "http"], "/mcp", env=env)
+
+
+@pytest.fixture
+def http(tasks_http: RunningServer) -> HttpServer:
+    return HttpServer(tasks_http.url)
+
+
+@pytest.fixture(params=["stdio", "http"])
+def server(request: pytest.FixtureRequest, gates: Path) -> StdioServer | HttpServer:
+    if request.param == "stdio":
+        return StdioServer(PYTHON, [str(TASKS)], env={"GATES": str(gates)})
+    running: RunningServer = request.getfixturevalue("tasks_http")
+    return HttpServer(running.url)
+
+
+def by_name(tools: MCPToolList) -> dict[str, Any]:
+    return {tool.name: tool for tool in tools}
+
+
+class Updates:
+    """The messages a call reports, with an event for the one a test waits for."""
+
+    def __init__(self) -> None:
+        self.messages: list[str | None] = []
+        self._waiting: dict[str, anyio.Event] = {}
+
+    def __call__(self, update: ToolUpdate) -> None:
+        self.messages.append(update.message)
+        for message, event in self._waiting.items():
+            if update.message == message:
+                event.set()
+
+    async def wait_for(self, message: str) -> None:
+        if message in self.messages:
+            return
+        event = self._waiting.setdefault(message, anyio.Event())
+        with anyio.fail_after(WAIT):
+            await event.wait()
+
+
+async def cancelled_gates(gates: Path, gate: str) -> None:
+    """Until the server has recorded that the task waiting on `gate` was cancelled."""
+    log = anyio.Path(gates / "cancelled.log")
+    with anyio.fail_after(WAIT):
+        while not (await log.exists() and gate in (await log.read_text()).split()):  # noqa: ASYNC110
+            await anyio.sleep(0.05)  # the server process writes the file: polled, bounded
+
+
+def test_poll_delay_honours_the_server_within_bounds() -> None:
+    assert poll_delay(200) == 0.2
+    assert poll_delay(0) == POLL_FLOOR
+    assert poll_delay(10**9) == POLL_CAP
+    assert poll_delay(None) == POLL_DEFAULT
+
+
+async def test_task_only_and_optional_tools_give_their_results(server: StdioServer | HttpServer) -> None:
+    async with await load_mcp_tools(server) as tools:
+        tool = by_name(tools)
+        updates = Updates()
+        double = await tool["double"].execute({"n": 21}, on_update=updates)
+        assert (double.is_error, double.text) == (False, "42")
+        assert updates.messages[0] == "task working" and updates.messages[-1] == "task completed"
+        optional = Updates()
+        triple = await tool["triple"].execute({"n": 2}, on_update=optional)
+        assert (triple.is_error, triple.text, optional.messages[-1]) == (False, "6", "task completed")
+
+
+async def test_a_tool_that_never_runs_as_a_task_reports_no_task(http: HttpServer) -> None:
+    async with await load_mcp_tools(http, include=["plain"]) as tools:
+        updates = Updates()
+        assert (await tools[0].execute({"n": 5}, on_update=updates)).text == "5"
+        assert updates.messages == []
+
+
+async def test_a_list_can_refuse_tasks(http: HttpServer) -> None:
+    async with await load_mcp_tools(http, tasks=False) as tools:
+        tool = by_name(tools)
+        updates = Updates()
+        triple = await tool["triple"].execute({"n": 2}, on_update=updates)
+        assert (triple.text, updates.messages) == ("6", [])
+        double = await tool["double"].execute({"n": 1})
+        assert double.is_error and "tasks extension" in double.text
+    with pytest.raises(UserError, match="tasks must be True or False"):
+        await load_mcp_tools(http, tasks="yes")  # type: ignore[arg-type]
+
+
+async def test_a_failed_task_is_an_error_result(http: HttpServer) -> None:
+    async with await load_mcp_tools(http, include=["explode"]) as tools:
+        result = await tools[0].execute({"text": "boom"})
+    assert result.is_error
+    assert "failed" in result.text and "exploded: boom" in result.text
+
+
+async def test_status_messages_reach_on_update(http: HttpServer, gates: Path) -> None:
+    gate = f"steps-{id(http)}"
+    updates = Updates()
+
+    async def open_gates() -> None:
+        for step in (1, 2):
+            await updates.wait_for(f"step {step}")
+            (gates / f"{gate}.{step}").touch()
+
+    async with await load_mcp_tools(http, include=["steps"]) as tools, anyio.create_task_group() as group:
+        group.start_soon(open_gates)
+        result = await tools[0].execute({"gate": gate}, on_update=updates)
+    assert (result.is_error, result.text) == (False, "done")
+    assert [m for m in updates.messages if m and m.startswith("step")] == ["step 1", "step 2"]
+
+
+async def test_input_asked_mid_task_is_answered_by_the_callback(server: StdioServer | HttpServer) -> None:
+    questions: list[str] = []
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        questions.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with await load_mcp_tools(server, include=["ask"], elicitation_callback=answer) as tools:
+        result = await tools[0].execute({"question": "Who are you?"})
+    assert (result.is_error, result.text, questions) == (False, "hello Ada (accept)", ["Who are you?"])
+
+
+async def test_input_asked_mid_task_without_a_callback_says_how(http: HttpServer) -> None:
+    async with await load_mcp_tools(http, include=["ask"]) as tools:
+        result = await tools[0].execute({"question": "Who are you?"})
+    assert result.is_error and "elicitation_callback" in result.text
+
+
+async def test_max_duration_bounds_the_task_and_cancels_it(tasks_http: RunningServer, gates: Path) -> None:
+    async with await load_mcp_tools(HttpServer(tasks_http.url), include=["gated"], max_duration=1.0) as tools:
+        with pytest.raises(MCPTimeoutError, match="max_duration"):
+            await tools[0].execute({"gate": "bounded"})
+    await cancelled_gates(gates, "bounded")
+
+
+async def test_a_caller_that_cancels_cancels_the_task(tasks_http: RunningServer, gates: Path) -> None:
+    updates = Updates()
+    tools = await load_mcp_tools(HttpServer(tasks_http.url), include=["gated"])
+    async with tools, anyio.create_task_group() as group:
+        group.start_soon(functools.partial(tools[0].execute, {"gate": "abandoned"}, on_update=updates))
+        await updates.wait_for("task working")
+        group.cancel_scope.cancel()
+    await cancelled_gates(gates, "abandoned")
+
+
+async def test_a_closing_list_cancels_the_tasks_it_waits_on(tasks_http: RunningServer, gates: Path) -> None:
+    updates = Updates()
+    failures: list[BaseException] = []
+    tools = await load_mcp_tools(HttpServer(tasks_http.url), include=["gated"])
+
+    async def call() -> None:
+        try:
+            await tools[0].execute({"gate": "closed"}, on_update=updates)
+        except MCPError as exc:
+            failures.append(exc)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(call)
+        await updates.wait_for("task working")
+        await tools.aclose()
+    assert len(failures) == 1 and "tool list was closed" in str(failures[0])
+    await cancelled_gates(gates, "closed")
+
+
+async def test_a_stdio_task_ends_with_its_call() -> None:
+    """Over stdio the task lives in the call's own process: cancelling the call ends both."""
+    updates = Updates()
+    async with await load_mcp_tools(StdioServer(PYTHON, [str(TASKS)]), include=["gated"]) as tools:
+        with anyio.move_on_after(WAIT) as scope:
+            async with anyio.create_task_group() as group:
+                group.start_soon(functools.partial(tools[0].execute, {"gate": "never"}, on_update=updates))
+                await updates.wait_for("task working")
+                group.cancel_scope.cancel()
+        assert not scope.cancelled_caught
+
+
+class DroppingProxy:
+    """A TCP proxy to an HTTP server that can drop every connection (as a restarted proxy would)."""
+
+    def __init__(self, upstream: int) -> None:
+        self.upstream = upstream
+        self.dropping = False
+        self.dropped = 0
+        self.enough = anyio.Event()
+        self._live: set[anyio.abc.SocketStream] = set()
+
+    @contextlib.asynccontextmanager
+    async def serve(self) -> AsyncIterator[int]:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with listener, anyio.create_task_group() as group:
+            group.start_soon(listener.serve, self._handle)
+            yield port
+            group.cancel_scope.cancel()
+
+    async def drop_all(self) -> None:
+        self.dropping = True
+        for stream in list(self._live):
+            await stream.aclose()
+
+    async def _handle(self, client: anyio.abc.SocketStream) -> None:
+        if self.dropping:
+            self.dropped += 1
+            if self.dropped >= 2:
+                self.enough.set()
+            await client.aclose()
+            return
+        async with client, await anyio.connect_tcp("127.0.0.1", self.upstream) as server:
+            self._live.update((client, server))
+            try:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self._pump, client, server, group.cancel_scope)
+                    await self._pump(server, client, group.cancel_scope)
+            finally:
+                self._live.difference_update((client, server))
+
+    @staticmethod
+    async def _pump(
+        source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream, scope: anyio.CancelScope
+    ) -> None:
+        with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async for chunk in source:
+                await sink.send(chunk)
+        scope.cancel()
+
+
+async def test_a_dropped_connection_mid_polling_still_gives_the_result(
+    tasks_http: RunningServer, gates: Path
+) -> None:
+    proxy = DroppingProxy(tasks_http.port)
+    updates = Updates()
+    outcome: list[str] = []
+    async with proxy.serve() as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        tools = await load_mcp_tools(HttpServer(url), include=["gated"], timeout=WAIT)
+        async with tools:
+
+            async def call() -> None:
+                outcome.append((await tools[0].execute({"gate": "dropped"}, on_update=updates)).text)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(call)
+                await updates.wait_for("task working")
+                await proxy.drop_all()
+                with anyio.fail_after(WAIT):
+                    await proxy.enough.wait()  # the call kept asking while the proxy was down
+                proxy.dropping = False
+                (gates / "dropped").touch()
+    assert outcome == ["opened dropped"]
