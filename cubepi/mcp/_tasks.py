@@ -140,10 +140,6 @@ def _models() -> Any:
     return Models
 
 
-class _ListClosed(Exception):
-    """The list closed while a call waited on its task."""
-
-
 class Tasks:
     """The tasks extension for one loaded list (``tasks=True``): consent, polling, cancellation.
 
@@ -191,24 +187,19 @@ class Tasks:
         driver = _Driver(session, created.task_id, on_update)
         scope = anyio.CancelScope()
         self._waiting.add(scope)
-        finished = False
         try:
             with scope:
-                state = await driver.run(created)
-                finished = True
-                return state
-            raise _ListClosed()
-        except _ListClosed:
+                return await driver.run(created)
             raise MCPError(
                 f"calling tool {session.attempt.tool_name!r} on {session.endpoint.describe()} stopped: the "
                 f"tool list was closed while the call waited on task {created.task_id!r} (cancelled on the "
                 "server)",
                 tool_name=session.attempt.tool_name,
                 server=session.endpoint.describe(),
-            ) from None
+            )
         finally:
             try:
-                if not finished and not driver.ended:
+                if not driver.ended:
                     await driver.cancel()
             finally:
                 self._waiting.discard(scope)

@@ -15,6 +15,7 @@ import pytest
 from conftest import PYTHON, SERVERS, RunningServer, StartServer
 from mcp import types
 
+from cubepi.cli import main
 from cubepi.errors import MCPError, MCPTimeoutError, UserError
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
 from cubepi.mcp._tasks import POLL_CAP, POLL_DEFAULT, POLL_FLOOR, poll_delay
@@ -82,6 +83,15 @@ async def cancelled_gates(gates: Path, gate: str) -> None:
     with anyio.fail_after(WAIT):
         while not (await log.exists() and gate in (await log.read_text()).split()):  # noqa: ASYNC110
             await anyio.sleep(0.05)  # the server process writes the file: polled, bounded
+
+
+def test_cubepi_call_shows_the_task_status(
+    tasks_http: RunningServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["call", "double", '{"n": 4}', "--url", tasks_http.url]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0] == "8"
+    assert "... task working" in captured.err.splitlines() and "... task completed" in captured.err
 
 
 def test_poll_delay_honours_the_server_within_bounds() -> None:
