@@ -18,6 +18,7 @@ from ._call import run_stateless
 from ._connection import MCPConnection
 from ._input import with_defaults
 from ._logs import server_logs
+from ._open import open_session
 from ._policies import (
     DEFAULT_MAX_CONCURRENCY,
     PREFIX_SEPARATOR,
@@ -154,7 +155,7 @@ async def load_mcp_tools(
     )
     listing = await guard(resources, lister.list(strict=True))
     if tasks and advertised(endpoint.protocol):
-        endpoint.tasks = Tasks()
+        endpoint.tasks = Tasks(open_session)
         endpoint.callbacks.update(endpoint.tasks.session_kwargs())
         resources.closing.append(endpoint.tasks.cancel_all)
     return MCPToolList.from_listing(listing, lister.relist, resources=resources)

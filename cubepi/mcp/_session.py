@@ -27,6 +27,7 @@ from ._http import recording_status
 from ._input import missing_input_hint
 from ._process import ProcessInfo
 from ._stderr import StderrCapture
+from ._tasks import Tasks, legacy_task_hint, with_legacy_task_hint
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from mcp.shared.dispatcher import ProgressFnT
 
     from ._servers import Server
-    from ._tasks import Tasks
     from ._toollist import ToolListResources
 
 __all__ = [
@@ -346,7 +346,7 @@ class Session:
                     )
                 if tasks is not None and not isinstance(first, types.CallToolResult):
                     return await tasks.finish(self, first, on_update, scope, hard)
-                return first
+                return with_legacy_task_hint(first, self.endpoint.listed.get(name), self.endpoint.protocol)
 
             try:
                 if self.starting is None:
@@ -355,7 +355,9 @@ class Session:
             except SdkError as exc:
                 if self._is_transport_failure(exc):
                     raise
-                hint = missing_input_hint(exc.code, exc.error.message)
+                hint = missing_input_hint(exc.code, exc.error.message) or legacy_task_hint(
+                    self.endpoint.listed.get(name), self.endpoint.protocol
+                )
                 text = exc.error.message + (f" ({hint})" if hint else "")
                 return types.CallToolResult(
                     content=[types.TextContent(type="text", text=text)],

@@ -17,7 +17,7 @@ import contextlib
 import functools
 import inspect
 import math
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import anyio
@@ -27,12 +27,13 @@ from ..errors import CubepiError, MCPError
 from ..tools import ToolUpdate, UpdateCallback
 from . import _errors
 from ._input import missing_input_hint
-from ._open import open_session
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
-    from ._session import Protocol, Session
+    from ._session import Endpoint, Protocol, Session
+
+    Opener = Callable[[Endpoint], contextlib.AbstractAsyncContextManager[Session]]
 
 __all__ = [
     "CANCEL_LIMIT",
@@ -42,6 +43,9 @@ __all__ = [
     "TASKS_EXTENSION",
     "Tasks",
     "advertised",
+    "legacy_task_hint",
+    "poll_delay",
+    "with_legacy_task_hint",
 ]
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
@@ -143,16 +147,19 @@ def _models() -> Any:
 class Tasks:
     """The tasks extension for one loaded list (``tasks=True``): consent, polling, cancellation.
 
-    Holds no connection; the calls waiting on tasks are registered while they wait, so that `cancel_all`
-    (the list closing) can stop them. A copy (pickle) starts with none.
+    `open_session` (given by the loader, which sits above the session layer) opens the fresh sessions the
+    requests about a task go out on over HTTP. Holds no connection; the calls waiting on tasks are
+    registered while they wait, so that `cancel_all` (the list closing) can stop them. A copy (pickle)
+    starts with none.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, open_session: Opener) -> None:
+        self.open_session = open_session
         self._waiting: set[anyio.CancelScope] = set()
         self._idle: anyio.Event | None = None
 
-    def __reduce__(self) -> tuple[type[Tasks], tuple[()]]:
-        return (Tasks, ())
+    def __reduce__(self) -> tuple[type[Tasks], tuple[Opener]]:
+        return (Tasks, (self.open_session,))
 
     # -- consent -------------------------------------------------------------------------------------------
 
@@ -184,7 +191,7 @@ class Tasks:
         """
         if not call.cancel_called:
             call.deadline = hard
-        driver = _Driver(session, created.task_id, on_update)
+        driver = _Driver(session, created.task_id, on_update, self.open_session)
         scope = anyio.CancelScope()
         self._waiting.add(scope)
         try:
@@ -217,6 +224,31 @@ class Tasks:
             await self._idle.wait()
 
 
+def legacy_task_hint(tool: mcp_types.Tool | None, protocol: Protocol | None) -> str | None:
+    """The sentence added to the error of a tool that a handshake-era server (2025-11-25) runs only as a
+    task: cubepi runs tasks through the 2026-07-28 extension only."""
+    execution = getattr(tool, "execution", None)
+    required = getattr(execution, "task_support", None) == "required"
+    if not required or (protocol is not None and protocol.stateless):
+        return None
+    return (
+        "the server runs this tool only as a task, in the 2025-11-25 protocol's core tasks, which cubepi "
+        f"does not drive; cubepi runs long calls as tasks on 2026-07-28 servers offering {TASKS_EXTENSION}"
+    )
+
+
+def with_legacy_task_hint(
+    result: mcp_types.CallToolResult, tool: mcp_types.Tool | None, protocol: Protocol | None
+) -> mcp_types.CallToolResult:
+    """`result`, with `legacy_task_hint` added when it is the error of such a tool."""
+    hint = legacy_task_hint(tool, protocol) if result.is_error else None
+    if hint is None:
+        return result
+    from mcp import types
+
+    return result.model_copy(update={"content": [*result.content, types.TextContent(type="text", text=hint)]})
+
+
 def poll_delay(poll_interval_ms: int | None) -> float:
     """Seconds to the next ``tasks/get``: the server's ``pollIntervalMs``, within `POLL_FLOOR`..`POLL_CAP`."""
     if poll_interval_ms is None or isinstance(poll_interval_ms, bool):
@@ -227,8 +259,11 @@ def poll_delay(poll_interval_ms: int | None) -> float:
 class _Driver:
     """Drives one task to its end: its requests go out on `session` (stdio) or on fresh sessions (HTTP)."""
 
-    def __init__(self, session: Session, task_id: str, on_update: UpdateCallback | None) -> None:
+    def __init__(
+        self, session: Session, task_id: str, on_update: UpdateCallback | None, open_session: Opener
+    ) -> None:
         self.session = session
+        self.open_session = open_session
         self.endpoint = session.endpoint
         self.task_id = task_id
         self.on_update = on_update
@@ -313,7 +348,7 @@ class _Driver:
         if self.endpoint.server.kind == "stdio":
             yield self.session.client
             return
-        async with open_session(self.endpoint) as fresh:
+        async with self.open_session(self.endpoint) as fresh:
             yield fresh.client
 
     def _retryable(self, exc: BaseException) -> bool:
@@ -335,7 +370,7 @@ class _Driver:
             except Exception:
                 if self.endpoint.server.kind != "stdio":
                     with contextlib.suppress(Exception):
-                        async with open_session(self.endpoint) as fresh:
+                        async with self.open_session(self.endpoint) as fresh:
                             await fresh.client.send_request(request, _result_type())
 
 

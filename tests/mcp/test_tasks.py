@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
-from conftest import PYTHON, SERVERS, RunningServer, StartServer
+from conftest import EVERYTHING, PYTHON, SERVERS, RunningServer, StartServer
 from mcp import types
 
 from cubepi.cli import main
@@ -294,3 +294,13 @@ async def test_a_dropped_connection_mid_polling_still_gives_the_result(
                 proxy.dropping = False
                 (gates / "dropped").touch()
     assert outcome == ["opened dropped"]
+
+
+async def test_a_2025_11_25_task_tool_says_tasks_need_a_2026_07_28_server() -> None:
+    if not EVERYTHING.exists():
+        pytest.skip("test servers not installed: npm ci --prefix tests")
+    everything = StdioServer(str(EVERYTHING))
+    async with await load_mcp_tools(everything, include=["simulate-research-query"]) as tools:
+        result = await tools[0].execute({"topic": "tides"})
+    assert result.is_error and "2025-11-25" in result.text, result.text
+    assert "2026-07-28 servers offering io.modelcontextprotocol/tasks" in result.text
