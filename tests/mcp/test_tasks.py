@@ -137,6 +137,7 @@ async def test_a_failed_task_is_an_error_result(http: HttpServer) -> None:
         result = await tools[0].execute({"text": "boom"})
     assert result.is_error
     assert "failed" in result.text and "exploded: boom" in result.text
+    assert result.details["meta"]["task_error"]["message"] == "exploded: boom"
 
 
 async def test_status_messages_reach_on_update(http: HttpServer, gates: Path) -> None:
