@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 import anyio
 from pydantic import BaseModel
 
-from ..errors import CubepiError, MCPError
+from .._calling import lent_elicitation
+from ..errors import MCPError
 from ..tools import ToolUpdate, UpdateCallback
 from . import _errors
 from ._input import missing_input_hint
@@ -310,9 +311,8 @@ class _Driver:
             context = ClientRequestContext(session=client, request_id=f"task-{key}")
             answer = await client.dispatch_input_request(context, request)
             if isinstance(answer, types.ErrorData):
-                hint = missing_input_hint(_MISSING_CAPABILITY, request.method.split("/")[0])
-                if answer.message != "Elicitation not supported":
-                    hint = None
+                declined = request.method == "elicitation/create" and self._can_elicit()
+                hint = None if declined else missing_input_hint(_MISSING_CAPABILITY, request.method)
                 text = f"the task asked for input the client did not give: {answer.message}"
                 return _error_result(text + (f" ({hint})" if hint else ""))
             responses[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -321,6 +321,9 @@ class _Driver:
             types.Result,
         )
         return None
+
+    def _can_elicit(self) -> bool:
+        return "elicitation_callback" in self.endpoint.callbacks or lent_elicitation() is not None
 
     async def _send(self, request: Any, result_type: type[R]) -> R:
         """One request about the task, bounded by the call `timeout`. Over HTTP it goes out on a session of
@@ -352,12 +355,14 @@ class _Driver:
             yield fresh.client
 
     def _retryable(self, exc: BaseException) -> bool:
+        """A failure of the transport (worth sending again over HTTP), not an answer of the server."""
+        import httpx2
+
         if self.endpoint.server.kind == "stdio":
             return False
         cause = _errors.root_cause(exc)
-        if isinstance(cause, CubepiError):
-            return False
-        return _errors.sdk_error_code(cause) is None or _errors.is_transport_mcp_error(cause)
+        transport = (httpx2.TransportError, OSError, TimeoutError, anyio.BrokenResourceError)
+        return isinstance(cause, transport) or _errors.is_transport_mcp_error(cause)
 
     async def cancel(self) -> None:
         """``tasks/cancel``, bounded by `CANCEL_LIMIT`, shielded from the cancellation that caused it: on

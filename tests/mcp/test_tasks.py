@@ -186,7 +186,7 @@ async def test_a_caller_that_cancels_cancels_the_task(tasks_http: RunningServer,
     tools = await load_mcp_tools(HttpServer(tasks_http.url), include=["gated"])
     async with tools, anyio.create_task_group() as group:
         group.start_soon(functools.partial(tools[0].execute, {"gate": "abandoned"}, on_update=updates))
-        await updates.wait_for("task working")
+        await updates.wait_for("waiting for abandoned")
         group.cancel_scope.cancel()
     await cancelled_gates(gates, "abandoned")
 
@@ -204,7 +204,7 @@ async def test_a_closing_list_cancels_the_tasks_it_waits_on(tasks_http: RunningS
 
     async with anyio.create_task_group() as group:
         group.start_soon(call)
-        await updates.wait_for("task working")
+        await updates.wait_for("waiting for closed")
         await tools.aclose()
     assert len(failures) == 1 and "tool list was closed" in str(failures[0])
     await cancelled_gates(gates, "closed")
@@ -217,7 +217,7 @@ async def test_a_stdio_task_ends_with_its_call() -> None:
         with anyio.move_on_after(WAIT) as scope:
             async with anyio.create_task_group() as group:
                 group.start_soon(functools.partial(tools[0].execute, {"gate": "never"}, on_update=updates))
-                await updates.wait_for("task working")
+                await updates.wait_for("waiting for never")
                 group.cancel_scope.cancel()
         assert not scope.cancelled_caught
 
@@ -288,7 +288,7 @@ async def test_a_dropped_connection_mid_polling_still_gives_the_result(
 
             async with anyio.create_task_group() as group:
                 group.start_soon(call)
-                await updates.wait_for("task working")
+                await updates.wait_for("waiting for dropped")
                 await proxy.drop_all()
                 with anyio.fail_after(WAIT):
                     await proxy.enough.wait()  # the call kept asking while the proxy was down

@@ -9,8 +9,11 @@ Tools wait for events, never for a guessed time: ``GATES`` names a directory whe
 - ``explode(text)`` (task only) raises: the task ends ``failed``.
 - ``steps(gate)`` (task only) reports ``step 1`` as its status, waits for ``<gate>.1``, reports ``step 2``,
   waits for ``<gate>.2``, then returns ``done``.
-- ``gated(gate)`` (task only) waits for the file ``<gate>``, then returns ``opened <gate>``; a task
-  cancelled while it waits appends ``<gate>`` to the file ``CANCELLED`` (when set).
+- ``gated(gate)`` (task only) reports ``waiting for <gate>`` as its status, waits for the file ``<gate>``,
+  then returns ``opened <gate>``.
+
+Every ``tasks/cancel`` the server gets appends the task's ``gate`` argument to the file ``CANCELLED`` (when
+set), so that a test sees what the server saw.
 - ``ask(question)`` (task only) asks the client for a ``name`` (elicitation, mid-task), then greets it.
 """
 
@@ -21,11 +24,14 @@ import os
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 from fastmcp import Context, FastMCP
 from fastmcp.utilities.tasks import TaskConfig
 from fastmcp_tasks import TasksExtension
+from fastmcp_tasks.context import get_task_scope
+from fastmcp_tasks.input_store import load_task_args
 from mcp import types
 from mcp.shared.exceptions import MCPError as McpError
 
@@ -34,8 +40,21 @@ CANCELLED = os.environ.get("CANCELLED")
 POLL = timedelta(milliseconds=int(os.environ.get("POLL_MS", "50")))
 REQUIRED = TaskConfig(mode="required", poll_interval=POLL)
 
+
+class RecordingTasks(TasksExtension):
+    """The tasks extension, recording the ``gate`` argument of every task it gets a ``tasks/cancel`` for."""
+
+    async def _handle_cancel(self, ctx: Any, params: Any) -> Any:
+        result = await super()._handle_cancel(ctx, params)
+        if CANCELLED and self.server._docket is not None:
+            arguments = await load_task_args(self.server._docket, get_task_scope(), params.task_id)
+            async with await anyio.open_file(CANCELLED, "a") as log:
+                await log.write(f"{arguments.get('gate')}\n")
+        return result
+
+
 server = FastMCP("tasks")
-server.add_extension(TasksExtension(url="memory://"))
+server.add_extension(RecordingTasks(url="memory://"))
 
 
 async def _wait_for(path: Path) -> None:
@@ -78,15 +97,10 @@ async def steps(gate: str, ctx: Context) -> str:
 
 
 @server.tool(task=REQUIRED)
-async def gated(gate: str) -> str:
-    """Waits for the file `gate`; records its own cancellation."""
-    try:
-        await _wait_for(GATES / gate)
-    except asyncio.CancelledError:
-        if CANCELLED:
-            async with await anyio.open_file(CANCELLED, "a") as log:
-                await log.write(gate + "\n")
-        raise
+async def gated(gate: str, ctx: Context) -> str:
+    """Waits for the file `gate` (its status says so once it runs)."""
+    await ctx.report_progress(0, 1, f"waiting for {gate}")
+    await _wait_for(GATES / gate)
     return f"opened {gate}"
 
 
