@@ -138,7 +138,11 @@ async def load_mcp_tools(
             "load_mcp_tools takes a StdioServer or an HttpServer (or a connection from server.connect()), "
             f"got {type(server).__name__}"
         )
-    endpoint = Endpoint(server, Timeouts.from_options(timeout, startup_timeout, max_duration))
+    endpoint = Endpoint(
+        server,
+        Timeouts.from_options(timeout, startup_timeout, max_duration),
+        tasks=Tasks(open_session) if tasks else None,
+    )
     if elicitation_callback is not None:
         if not callable(elicitation_callback):
             raise UserError("elicitation_callback must be an async function (context, params) -> result")
@@ -147,17 +151,22 @@ async def load_mcp_tools(
         endpoint.callbacks.update(log_level=log_level, logging_callback=server_logs(server.describe()))
 
     resources = prepare_resources(endpoint, prespawn=prespawn)
+    if endpoint.tasks is not None:
+        resources.closing.append(endpoint.tasks.cancel_all)
     lister = _Lister(
         policies,
         stateless_caller(endpoint),
         origin=server.describe(),
         run=functools.partial(run_stateless, endpoint),
     )
-    listing = await guard(resources, lister.list(strict=True))
-    if tasks and advertised(endpoint.protocol):
-        endpoint.tasks = Tasks(open_session)
-        endpoint.callbacks.update(endpoint.tasks.session_kwargs())
-        resources.closing.append(endpoint.tasks.cancel_all)
+
+    async def listed() -> Listing:
+        listing = await lister.list(strict=True)
+        if endpoint.tasks is not None and advertised(endpoint.protocol):  # before a spare opens: it consents
+            endpoint.callbacks.update(endpoint.tasks.session_kwargs())
+        return listing
+
+    listing = await guard(resources, listed())
     return MCPToolList.from_listing(listing, lister.relist, resources=resources)
 
 

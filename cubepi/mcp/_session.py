@@ -164,7 +164,7 @@ class Endpoint:
     callbacks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     # What the calls of one loaded list share (HTTP client, spare stdio server); None: nothing shared.
     resources: ToolListResources | None = field(default=None, repr=False, compare=False)
-    # The tasks extension, when the server advertises it and the list consents (see _tasks).
+    # The tasks extension of a list that consents to tasks (`tasks=True`); see _tasks.
     tasks: Tasks | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -102,7 +102,8 @@ def test_poll_delay_honours_the_server_within_bounds() -> None:
 
 
 async def test_task_only_and_optional_tools_give_their_results(server: StdioServer | HttpServer) -> None:
-    async with await load_mcp_tools(server) as tools:
+    # A spare stdio server (prespawn) consents as a fresh one does.
+    async with await load_mcp_tools(server, prespawn=isinstance(server, StdioServer)) as tools:
         tool = by_name(tools)
         updates = Updates()
         double = await tool["double"].execute({"n": 21}, on_update=updates)
