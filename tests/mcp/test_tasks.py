@@ -231,6 +231,7 @@ class DroppingProxy:
         self.dropping = False
         self.dropped = 0
         self.enough = anyio.Event()
+        self.sent = bytearray()  # what the client sent through the proxy
         self._live: set[anyio.abc.SocketStream] = set()
 
     @contextlib.asynccontextmanager
@@ -258,17 +259,21 @@ class DroppingProxy:
             self._live.update((client, server))
             try:
                 async with anyio.create_task_group() as group:
-                    group.start_soon(self._pump, client, server, group.cancel_scope)
-                    await self._pump(server, client, group.cancel_scope)
+                    group.start_soon(self._pump, client, server, group.cancel_scope, self.sent)
+                    await self._pump(server, client, group.cancel_scope, bytearray())
             finally:
                 self._live.difference_update((client, server))
 
     @staticmethod
     async def _pump(
-        source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream, scope: anyio.CancelScope
+        source: anyio.abc.SocketStream,
+        sink: anyio.abc.SocketStream,
+        scope: anyio.CancelScope,
+        seen: bytearray,
     ) -> None:
         with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             async for chunk in source:
+                seen.extend(chunk)
                 await sink.send(chunk)
         scope.cancel()
 
@@ -296,6 +301,8 @@ async def test_a_dropped_connection_mid_polling_still_gives_the_result(
                 proxy.dropping = False
                 (gates / "dropped").touch()
     assert outcome == ["opened dropped"]
+    sent = bytes(proxy.sent).lower()
+    assert b"mcp-method: tasks/get" in sent and b"mcp-name: " in sent  # the task id, for routing
 
 
 async def test_a_2025_11_25_task_tool_says_tasks_need_a_2026_07_28_server() -> None:
