@@ -313,3 +313,57 @@ async def test_a_2025_11_25_task_tool_says_tasks_need_a_2026_07_28_server() -> N
         result = await tools[0].execute({"topic": "tides"})
     assert result.is_error and "2025-11-25" in result.text, result.text
     assert "2026-07-28 servers offering io.modelcontextprotocol/tasks" in result.text
+
+
+def _state(**wire: Any) -> Any:
+    from cubepi.mcp._tasks import _models
+
+    return _models().state.model_validate({"taskId": "t1", **wire}, by_name=False)
+
+
+def test_a_task_s_end_becomes_the_call_s_result() -> None:
+    from cubepi.mcp._tasks import _final, _models
+
+    models = _models()
+    done = _final(_state(status="completed", result={"content": [{"type": "text", "text": "ok"}]}), models)
+    assert (done.is_error, done.content[0].text) == (False, "ok")
+    failed = _final(_state(status="failed", error={"code": -1, "message": "disk full"}), models)
+    assert failed.is_error and failed.content[0].text == "task t1 failed: disk full"
+    assert failed.meta == {"task_error": {"code": -1, "message": "disk full"}}
+    said = _final(_state(status="failed", statusMessage="out of time"), models)
+    assert said.content[0].text == "task t1 failed: out of time" and said.meta is None
+    assert _final(_state(status="failed"), models).content[0].text == "task t1 failed: no error given"
+    cancelled = _final(_state(status="cancelled", statusMessage="by an operator"), models)
+    assert cancelled.is_error and cancelled.content[0].text == "task t1 was cancelled: by an operator"
+    assert _final(_state(status="cancelled"), models).content[0].text == "task t1 was cancelled"
+
+
+def test_only_a_handshake_era_task_only_tool_gets_the_tasks_hint() -> None:
+    from cubepi.mcp._session import Protocol
+    from cubepi.mcp._tasks import advertised, legacy_task_hint, with_legacy_task_hint
+
+    def tool(support: str | None) -> types.Tool:
+        execution = types.ToolExecution(task_support=support) if support else None
+        return types.Tool(name="t", input_schema={"type": "object"}, execution=execution)
+
+    legacy = Protocol("2025-11-25")
+    modern = Protocol(
+        "2026-07-28",
+        types.DiscoverResult(
+            supported_versions=["2026-07-28"],
+            capabilities=types.ServerCapabilities(extensions={"io.modelcontextprotocol/tasks": {}}),
+            result_type="complete",
+            ttl_ms=0,
+            cache_scope="public",
+        ),
+    )
+    assert legacy_task_hint(tool("required"), legacy) is not None
+    assert legacy_task_hint(tool("required"), None) is not None
+    assert legacy_task_hint(tool("optional"), legacy) is None
+    assert legacy_task_hint(tool(None), legacy) is None
+    assert legacy_task_hint(tool("required"), modern) is None
+    error = types.CallToolResult(content=[types.TextContent(type="text", text="no")], is_error=True)
+    assert len(with_legacy_task_hint(error, tool("required"), legacy).content) == 2
+    fine = types.CallToolResult(content=[types.TextContent(type="text", text="yes")])
+    assert with_legacy_task_hint(fine, tool("required"), legacy) is fine
+    assert advertised(modern) and not advertised(legacy) and not advertised(None)
