@@ -2,8 +2,10 @@
 
 A server that advertises the extension in ``server/discover`` may answer a consenting ``tools/call`` with a
 task (``resultType: "task"``: a task id, a status, ``pollIntervalMs``, ``ttlMs``) instead of the result.
-`Tasks` is what a loaded list keeps for it: the consent every session of the list declares (the SDK's
-``extensions`` / ``result_claims``), and `Tasks.finish`, which `Session.call_tool` hands a task to. It polls
+`Tasks` is what a loaded list keeps for it: the consent every session of the list declares (the SDK's own
+``ClientSession(extensions=...)``, stamped on every 2026-07-28 request), the result type that admits a task
+(cubepi sends ``tools/call`` itself, so the SDK's `ResultClaim`, which only its `Client.call_tool` resolves,
+is not on its path), and `Tasks.finish`, which `Session.call_tool` hands a task to. It polls
 ``tasks/get`` (each poll its own request; over HTTP a poll that fails in transport is sent again on a fresh
 session, so the call survives a dropped connection while the server keeps the task), reports
 ``statusMessage`` changes as updates, answers ``inputRequests`` through the session's callbacks with
