@@ -342,7 +342,7 @@ class _Driver:
                         return await client.send_request(request, result_type)  # type: ignore[no-any-return]
             except Exception as exc:
                 if not self._retryable(exc) or anyio.current_time() + pause >= give_up:
-                    raise
+                    _errors.reraise(_errors.root_cause(exc))  # the server's answer, not a task group
             await anyio.sleep(pause)
             pause = min(pause * 2, POLL_CAP)
 

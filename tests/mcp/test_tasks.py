@@ -367,3 +367,32 @@ def test_only_a_handshake_era_task_only_tool_gets_the_tasks_hint() -> None:
     fine = types.CallToolResult(content=[types.TextContent(type="text", text="yes")])
     assert with_legacy_task_hint(fine, tool("required"), legacy) is fine
     assert advertised(modern) and not advertised(legacy) and not advertised(None)
+
+
+async def test_a_server_that_lost_the_task_ends_the_call_with_its_error(
+    http_server_factory: StartServer, gates: Path
+) -> None:
+    """A memory backend loses its tasks when the server restarts: the next poll's error is the result."""
+    command = [PYTHON, str(TASKS), "http"]
+    start = functools.partial(http_server_factory, command, "/mcp", env={"GATES": str(gates)})
+    first = start()
+    proxy = DroppingProxy(first.port)
+    updates = Updates()
+    outcome: list[Any] = []
+    async with proxy.serve() as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with await load_mcp_tools(HttpServer(url), include=["gated"], timeout=WAIT) as tools:
+
+            async def call() -> None:
+                outcome.append(await tools[0].execute({"gate": "restarted"}, on_update=updates))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(call)
+                await updates.wait_for("waiting for restarted")
+                await proxy.drop_all()  # while the server restarts
+                first.process.terminate()
+                await anyio.to_thread.run_sync(first.process.wait)
+                proxy.upstream = (await anyio.to_thread.run_sync(start)).port
+                proxy.dropping = False
+    [result] = outcome
+    assert result.is_error and "not found" in result.text.lower(), result.text
