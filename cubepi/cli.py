@@ -24,7 +24,7 @@ import anyio
 
 from .errors import CubepiError, SchemaError, UserError
 from .mcp import HttpServer, MCPToolList, StdioServer, load_mcp_tools, load_mcp_tools_from_config
-from .tools import AgentTool, AgentToolResult, ImageContent, TextContent
+from .tools import AgentTool, AgentToolResult, ImageContent, TextContent, ToolUpdate
 
 __all__ = ["main", "signature"]
 
@@ -158,7 +158,7 @@ async def _call(args: argparse.Namespace) -> int:
         if chosen is None:
             names = ", ".join(sorted(item.name for item in tools))
             raise UserError(f"{origin} has no tool {args.tool!r}; it has: {names}")
-        result = await chosen.execute(arguments)
+        result = await chosen.execute(arguments, on_update=_show_update)
     if args.json:
         print(json.dumps(_result_json(result), indent=2, ensure_ascii=False))
     else:
@@ -187,6 +187,18 @@ async def _demo(args: argparse.Namespace) -> int:
 
 
 _ACTIONS = {"tools": _tools, "call": _call, "demo": _demo}
+
+
+def _show_update(update: ToolUpdate) -> None:
+    """What a call reports while it runs (progress, a task's status), on stderr: stdout keeps the result."""
+    if update.progress is not None:
+        total = f"/{update.total:g}" if update.total is not None else ""
+        done = f"{update.progress:g}{total}"
+        text = f"{done} {update.message}" if update.message else done
+    else:
+        text = update.message or ""
+    if text:
+        print(f"... {text}", file=sys.stderr, flush=True)
 
 
 # -- printing -------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from ._connection import MCPConnection, run_on
 from ._input import with_defaults
 from ._limits import DEFAULT_MAX_RESPONSE_BYTES, SAME_AS_SERVER, check_response_bytes
 from ._logs import server_logs
+from ._open import open_session
 from ._policies import (
     DEFAULT_MAX_CONCURRENCY,
     PREFIX_SEPARATOR,
@@ -29,6 +30,7 @@ from ._policies import (
 )
 from ._servers import Headers, HttpServer, HttpTransport, ProtocolSetting, StderrCallback, StdioServer
 from ._session import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Endpoint, Protocol, Session, Timeouts
+from ._tasks import Tasks, advertised
 from ._tool import ToolCaller, stateless_caller, tool_spec
 from ._toollist import Listing, MCPToolList, guard, prepare_resources
 
@@ -60,6 +62,7 @@ async def load_mcp_tools(
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     elicitation_callback: ElicitationFnT | None = None,
     log_level: LoggingLevel | None = None,
+    tasks: bool = True,
 ) -> MCPToolList:
     """Connect to `server`, list its tools (following pagination), disconnect; one `AgentTool` per tool.
 
@@ -107,7 +110,14 @@ async def load_mcp_tools(
     `log_level` (``"debug"`` ... ``"emergency"``) asks the server for its log messages at that level or
     above, during the listing and every call, and passes them to the ``cubepi.mcp.server`` logger (a
     2026-07-28 server sends logs only to requests that ask; a handshake-era server may send them anyway).
+
+    `tasks` (default True): on a 2026-07-28 server that offers the tasks extension
+    (``io.modelcontextprotocol/tasks``), every call consents to run as a task; `execute` then waits for
+    the task (polling it, answering its input, cancelling it when the call ends early) and returns its
+    result (see docs/long-running-calls.md). False: calls never consent.
     """
+    if not isinstance(tasks, bool):
+        raise UserError(f"tasks must be True or False, got {tasks!r}")
     policies = Policies.create(
         prefix=prefix,
         include=include,
@@ -139,7 +149,11 @@ async def load_mcp_tools(
     if max_response_bytes is not SAME_AS_SERVER:
         limit = check_response_bytes(max_response_bytes)
         server = dataclasses.replace(server, max_response_bytes=limit)
-    endpoint = Endpoint(server, Timeouts.from_options(timeout, startup_timeout, max_duration))
+    endpoint = Endpoint(
+        server,
+        Timeouts.from_options(timeout, startup_timeout, max_duration),
+        tasks=Tasks(open_session) if tasks else None,
+    )
     if elicitation_callback is not None:
         if not callable(elicitation_callback):
             raise UserError("elicitation_callback must be an async function (context, params) -> result")
@@ -148,13 +162,22 @@ async def load_mcp_tools(
         endpoint.callbacks.update(log_level=log_level, logging_callback=server_logs(server.describe()))
 
     resources = prepare_resources(endpoint, prespawn=prespawn)
+    if endpoint.tasks is not None:
+        resources.closing.append(endpoint.tasks.cancel_all)
     lister = _Lister(
         policies,
         stateless_caller(endpoint),
         origin=server.describe(),
         run=functools.partial(run_stateless, endpoint),
     )
-    listing = await guard(resources, lister.list(strict=True))
+
+    async def listed() -> Listing:
+        listing = await lister.list(strict=True)
+        if endpoint.tasks is not None and advertised(endpoint.protocol):  # before a spare opens: it consents
+            endpoint.callbacks.update(endpoint.tasks.session_kwargs())
+        return listing
+
+    listing = await guard(resources, listed())
     return MCPToolList.from_listing(listing, lister.relist, resources=resources)
 
 
@@ -278,6 +301,7 @@ async def load_mcp_tools_stdio(
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     elicitation_callback: ElicitationFnT | None = None,
     log_level: LoggingLevel | None = None,
+    tasks: bool = True,
 ) -> MCPToolList:
     """Load the tools of a stdio MCP server started as ``command args...``.
 
@@ -315,6 +339,7 @@ async def load_mcp_tools_stdio(
         max_concurrency=max_concurrency,
         elicitation_callback=elicitation_callback,
         log_level=log_level,
+        tasks=tasks,
     )
 
 
@@ -339,6 +364,7 @@ async def load_mcp_tools_http(
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     elicitation_callback: ElicitationFnT | None = None,
     log_level: LoggingLevel | None = None,
+    tasks: bool = True,
 ) -> MCPToolList:
     """Load the tools of an MCP server over HTTP: ``"streamable-http"``, ``"sse"`` or ``"auto"``.
 
@@ -369,4 +395,5 @@ async def load_mcp_tools_http(
         max_concurrency=max_concurrency,
         elicitation_callback=elicitation_callback,
         log_level=log_level,
+        tasks=tasks,
     )

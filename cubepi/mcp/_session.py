@@ -28,6 +28,7 @@ from ._input import missing_input_hint
 from ._process import ProcessInfo
 from ._redact import redact
 from ._stderr import StderrCapture
+from ._tasks import Tasks, legacy_task_hint, with_legacy_task_hint
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -172,6 +173,8 @@ class Endpoint:
     callbacks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     # What the calls of one loaded list share (HTTP client, spare stdio server); None: nothing shared.
     resources: ToolListResources | None = field(default=None, repr=False, compare=False)
+    # The tasks extension of a list that consents to tasks (`tasks=True`); see _tasks.
+    tasks: Tasks | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         transport = getattr(self.server, "transport", None)
@@ -339,6 +342,7 @@ class Session:
         hard = math.inf if timeouts.max_duration is None else started + timeouts.max_duration
         # A new 2026-07-28 stdio process gets its start-up limit on top, until it is seen to be up.
         initial = idle + self.starting if self.starting is not None else idle
+        tasks = self.endpoint.tasks
 
         async def send(
             responses: mcp_types.InputResponses | None, state: str | None
@@ -346,8 +350,9 @@ class Session:
             params = types.CallToolRequestParams(
                 name=name, arguments=dict(arguments or {}), input_responses=responses, request_state=state
             )
+            adapter = _call_result() if tasks is None else tasks.call_result()
             return await client.send_request(
-                types.CallToolRequest(params=params), _call_result(), progress_callback=progress
+                types.CallToolRequest(params=params), adapter, progress_callback=progress
             )
 
         async def dispatch(key: str, request: mcp_types.InputRequest) -> Any:
@@ -367,10 +372,12 @@ class Session:
             async def call() -> mcp_types.CallToolResult:
                 first = await send(None, None)
                 if isinstance(first, types.InputRequiredResult):
-                    return await run_input_required_driver(
+                    first = await run_input_required_driver(
                         first, dispatch=dispatch, retry=send, max_rounds=INPUT_ROUNDS
                     )
-                return first
+                if tasks is not None and not isinstance(first, types.CallToolResult):
+                    return await tasks.finish(self, first, on_update, scope, hard)
+                return with_legacy_task_hint(first, self.endpoint.listed.get(name), self.endpoint.protocol)
 
             try:
                 if self.starting is None:
@@ -379,7 +386,9 @@ class Session:
             except SdkError as exc:
                 if self._is_transport_failure(exc):
                     raise
-                hint = missing_input_hint(exc.code, exc.error.message)
+                hint = missing_input_hint(exc.code, exc.error.message) or legacy_task_hint(
+                    self.endpoint.listed.get(name), self.endpoint.protocol
+                )
                 text = exc.error.message + (f" ({hint})" if hint else "")
                 return types.CallToolResult(
                     content=[types.TextContent(type="text", text=text)],

@@ -229,6 +229,8 @@ class ToolListResources:
         self.closings = Closings()  # sessions still closing after their call ran out of time
         self.closed = False
         self._describe = describe
+        # Run first when the list closes, while its HTTP client still works (the tasks its calls wait on).
+        self.closing: list[Callable[[], Awaitable[None]]] = []
         self.token = token or uuid.uuid4().hex
         self.prespawn = False
         _IN_THIS_PROCESS[self.token] = self
@@ -267,6 +269,8 @@ class ToolListResources:
         if self.closed:
             return
         self.closed = True
+        for hook in self.closing:
+            await hook()
         if self.http is not None:
             await self.http.aclose()
         if self.spares is not None:

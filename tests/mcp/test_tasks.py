@@ -1,0 +1,398 @@
+"""Long-running calls as tasks (the ``io.modelcontextprotocol/tasks`` extension) against a real
+fastmcp-tasks server (memory backend), over stdio and Streamable HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+from conftest import EVERYTHING, PYTHON, SERVERS, RunningServer, StartServer
+from mcp import types
+
+from cubepi.cli import main
+from cubepi.errors import MCPError, MCPTimeoutError, UserError
+from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
+from cubepi.mcp._tasks import POLL_CAP, POLL_DEFAULT, POLL_FLOOR, poll_delay
+from cubepi.mcp._toollist import MCPToolList
+from cubepi.tools import ToolUpdate
+
+pytest.importorskip("fastmcp_tasks")
+
+TASKS = SERVERS / "tasks.py"
+WAIT = 30.0  # the bound on waiting for an event
+
+
+@pytest.fixture(scope="module")
+def gates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("gates")
+
+
+@pytest.fixture(scope="module")
+def tasks_http(http_server_factory: StartServer, gates: Path) -> RunningServer:
+    env = {"GATES": str(gates), "CANCELLED": str(gates / "cancelled.log")}
+    return http_server_factory([PYTHON, str(TASKS), "http"], "/mcp", env=env)
+
+
+@pytest.fixture
+def http(tasks_http: RunningServer) -> HttpServer:
+    return HttpServer(tasks_http.url)
+
+
+@pytest.fixture(params=["stdio", "http"])
+def server(request: pytest.FixtureRequest, gates: Path) -> StdioServer | HttpServer:
+    if request.param == "stdio":
+        return StdioServer(PYTHON, [str(TASKS)], env={"GATES": str(gates)})
+    running: RunningServer = request.getfixturevalue("tasks_http")
+    return HttpServer(running.url)
+
+
+def by_name(tools: MCPToolList) -> dict[str, Any]:
+    return {tool.name: tool for tool in tools}
+
+
+class Updates:
+    """The messages a call reports, with an event for the one a test waits for."""
+
+    def __init__(self) -> None:
+        self.messages: list[str | None] = []
+        self._waiting: dict[str, anyio.Event] = {}
+
+    def __call__(self, update: ToolUpdate) -> None:
+        self.messages.append(update.message)
+        for message, event in self._waiting.items():
+            if update.message == message:
+                event.set()
+
+    async def wait_for(self, message: str) -> None:
+        if message in self.messages:
+            return
+        event = self._waiting.setdefault(message, anyio.Event())
+        with anyio.fail_after(WAIT):
+            await event.wait()
+
+
+async def cancelled_gates(gates: Path, gate: str) -> None:
+    """Until the server has recorded that the task waiting on `gate` was cancelled."""
+    log = anyio.Path(gates / "cancelled.log")
+    with anyio.fail_after(WAIT):
+        while not (await log.exists() and gate in (await log.read_text()).split()):  # noqa: ASYNC110
+            await anyio.sleep(0.05)  # the server process writes the file: polled, bounded
+
+
+def test_cubepi_call_shows_the_task_status(
+    tasks_http: RunningServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["call", "double", '{"n": 4}', "--url", tasks_http.url]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0] == "8"
+    assert "... task working" in captured.err.splitlines() and "... task completed" in captured.err
+
+
+def test_poll_delay_honours_the_server_within_bounds() -> None:
+    assert poll_delay(200) == 0.2
+    assert poll_delay(0) == POLL_FLOOR
+    assert poll_delay(10**9) == POLL_CAP
+    assert poll_delay(None) == POLL_DEFAULT
+
+
+async def test_task_only_and_optional_tools_give_their_results(server: StdioServer | HttpServer) -> None:
+    # A spare stdio server (prespawn) consents as a fresh one does.
+    async with await load_mcp_tools(server, prespawn=isinstance(server, StdioServer)) as tools:
+        tool = by_name(tools)
+        updates = Updates()
+        double = await tool["double"].execute({"n": 21}, on_update=updates)
+        assert (double.is_error, double.text) == (False, "42")
+        assert updates.messages[0] == "task working" and updates.messages[-1] == "task completed"
+        optional = Updates()
+        triple = await tool["triple"].execute({"n": 2}, on_update=optional)
+        assert (triple.is_error, triple.text, optional.messages[-1]) == (False, "6", "task completed")
+
+
+async def test_a_tool_that_never_runs_as_a_task_reports_no_task(http: HttpServer) -> None:
+    async with await load_mcp_tools(http, include=["plain"]) as tools:
+        updates = Updates()
+        assert (await tools[0].execute({"n": 5}, on_update=updates)).text == "5"
+        assert updates.messages == []
+
+
+async def test_a_list_can_refuse_tasks(http: HttpServer) -> None:
+    async with await load_mcp_tools(http, tasks=False) as tools:
+        tool = by_name(tools)
+        updates = Updates()
+        triple = await tool["triple"].execute({"n": 2}, on_update=updates)
+        assert (triple.text, updates.messages) == ("6", [])
+        double = await tool["double"].execute({"n": 1})
+        assert double.is_error and "tasks extension" in double.text
+    with pytest.raises(UserError, match="tasks must be True or False"):
+        await load_mcp_tools(http, tasks="yes")  # type: ignore[arg-type]
+
+
+async def test_a_failed_task_is_an_error_result(http: HttpServer) -> None:
+    async with await load_mcp_tools(http, include=["explode"]) as tools:
+        result = await tools[0].execute({"text": "boom"})
+    assert result.is_error
+    assert "failed" in result.text and "exploded: boom" in result.text
+    assert result.details["meta"]["task_error"]["message"] == "exploded: boom"
+
+
+async def test_status_messages_reach_on_update(http: HttpServer, gates: Path) -> None:
+    gate = f"steps-{id(http)}"
+    updates = Updates()
+
+    async def open_gates() -> None:
+        for step in (1, 2):
+            await updates.wait_for(f"step {step}")
+            (gates / f"{gate}.{step}").touch()
+
+    async with await load_mcp_tools(http, include=["steps"]) as tools, anyio.create_task_group() as group:
+        group.start_soon(open_gates)
+        result = await tools[0].execute({"gate": gate}, on_update=updates)
+    assert (result.is_error, result.text) == (False, "done")
+    assert [m for m in updates.messages if m and m.startswith("step")] == ["step 1", "step 2"]
+
+
+async def test_input_asked_mid_task_is_answered_by_the_callback(server: StdioServer | HttpServer) -> None:
+    questions: list[str] = []
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        questions.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with await load_mcp_tools(server, include=["ask"], elicitation_callback=answer) as tools:
+        result = await tools[0].execute({"question": "Who are you?"})
+    assert (result.is_error, result.text, questions) == (False, "hello Ada (accept)", ["Who are you?"])
+
+
+async def test_input_asked_mid_task_without_a_callback_says_how(http: HttpServer) -> None:
+    async with await load_mcp_tools(http, include=["ask"]) as tools:
+        result = await tools[0].execute({"question": "Who are you?"})
+    assert result.is_error and "elicitation_callback" in result.text
+
+
+async def test_max_duration_bounds_the_task_and_cancels_it(tasks_http: RunningServer, gates: Path) -> None:
+    async with await load_mcp_tools(HttpServer(tasks_http.url), include=["gated"], max_duration=1.0) as tools:
+        with pytest.raises(MCPTimeoutError, match="max_duration"):
+            await tools[0].execute({"gate": "bounded"})
+    await cancelled_gates(gates, "bounded")
+
+
+async def test_a_caller_that_cancels_cancels_the_task(tasks_http: RunningServer, gates: Path) -> None:
+    updates = Updates()
+    tools = await load_mcp_tools(HttpServer(tasks_http.url), include=["gated"])
+    async with tools, anyio.create_task_group() as group:
+        group.start_soon(functools.partial(tools[0].execute, {"gate": "abandoned"}, on_update=updates))
+        await updates.wait_for("waiting for abandoned")
+        group.cancel_scope.cancel()
+    await cancelled_gates(gates, "abandoned")
+
+
+async def test_a_closing_list_cancels_the_tasks_it_waits_on(tasks_http: RunningServer, gates: Path) -> None:
+    updates = Updates()
+    failures: list[BaseException] = []
+    tools = await load_mcp_tools(HttpServer(tasks_http.url), include=["gated"])
+
+    async def call() -> None:
+        try:
+            await tools[0].execute({"gate": "closed"}, on_update=updates)
+        except MCPError as exc:
+            failures.append(exc)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(call)
+        await updates.wait_for("waiting for closed")
+        await tools.aclose()
+    assert len(failures) == 1 and "tool list was closed" in str(failures[0])
+    await cancelled_gates(gates, "closed")
+
+
+async def test_a_stdio_task_ends_with_its_call() -> None:
+    """Over stdio the task lives in the call's own process: cancelling the call ends both."""
+    updates = Updates()
+    async with await load_mcp_tools(StdioServer(PYTHON, [str(TASKS)]), include=["gated"]) as tools:
+        with anyio.move_on_after(WAIT) as scope:
+            async with anyio.create_task_group() as group:
+                group.start_soon(functools.partial(tools[0].execute, {"gate": "never"}, on_update=updates))
+                await updates.wait_for("waiting for never")
+                group.cancel_scope.cancel()
+        assert not scope.cancelled_caught
+
+
+class DroppingProxy:
+    """A TCP proxy to an HTTP server that can drop every connection (as a restarted proxy would)."""
+
+    def __init__(self, upstream: int) -> None:
+        self.upstream = upstream
+        self.dropping = False
+        self.dropped = 0
+        self.enough = anyio.Event()
+        self.sent = bytearray()  # what the client sent through the proxy
+        self._live: set[anyio.abc.SocketStream] = set()
+
+    @contextlib.asynccontextmanager
+    async def serve(self) -> AsyncIterator[int]:
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with listener, anyio.create_task_group() as group:
+            group.start_soon(listener.serve, self._handle)
+            yield port
+            group.cancel_scope.cancel()
+
+    async def drop_all(self) -> None:
+        self.dropping = True
+        for stream in list(self._live):
+            await stream.aclose()
+
+    async def _handle(self, client: anyio.abc.SocketStream) -> None:
+        if self.dropping:
+            self.dropped += 1
+            if self.dropped >= 2:
+                self.enough.set()
+            await client.aclose()
+            return
+        async with client, await anyio.connect_tcp("127.0.0.1", self.upstream) as server:
+            self._live.update((client, server))
+            try:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self._pump, client, server, group.cancel_scope, self.sent)
+                    await self._pump(server, client, group.cancel_scope, bytearray())
+            finally:
+                self._live.difference_update((client, server))
+
+    @staticmethod
+    async def _pump(
+        source: anyio.abc.SocketStream,
+        sink: anyio.abc.SocketStream,
+        scope: anyio.CancelScope,
+        seen: bytearray,
+    ) -> None:
+        with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async for chunk in source:
+                seen.extend(chunk)
+                await sink.send(chunk)
+        scope.cancel()
+
+
+async def test_a_dropped_connection_mid_polling_still_gives_the_result(
+    tasks_http: RunningServer, gates: Path
+) -> None:
+    proxy = DroppingProxy(tasks_http.port)
+    updates = Updates()
+    outcome: list[str] = []
+    async with proxy.serve() as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        tools = await load_mcp_tools(HttpServer(url), include=["gated"], timeout=WAIT)
+        async with tools:
+
+            async def call() -> None:
+                outcome.append((await tools[0].execute({"gate": "dropped"}, on_update=updates)).text)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(call)
+                await updates.wait_for("waiting for dropped")
+                await proxy.drop_all()
+                with anyio.fail_after(WAIT):
+                    await proxy.enough.wait()  # the call kept asking while the proxy was down
+                proxy.dropping = False
+                (gates / "dropped").touch()
+    assert outcome == ["opened dropped"]
+    sent = bytes(proxy.sent).lower()
+    assert b"mcp-method: tasks/get" in sent and b"mcp-name: " in sent  # the task id, for routing
+
+
+async def test_a_2025_11_25_task_tool_says_tasks_need_a_2026_07_28_server() -> None:
+    if not EVERYTHING.exists():
+        pytest.skip("test servers not installed: npm ci --prefix tests")
+    everything = StdioServer(str(EVERYTHING))
+    async with await load_mcp_tools(everything, include=["simulate-research-query"]) as tools:
+        result = await tools[0].execute({"topic": "tides"})
+    assert result.is_error and "2025-11-25" in result.text, result.text
+    assert "2026-07-28 servers offering io.modelcontextprotocol/tasks" in result.text
+
+
+def _state(**wire: Any) -> Any:
+    from cubepi.mcp._tasks import _models
+
+    return _models().state.model_validate({"taskId": "t1", **wire}, by_name=False)
+
+
+def test_a_task_s_end_becomes_the_call_s_result() -> None:
+    from cubepi.mcp._tasks import _final, _models
+
+    models = _models()
+    done = _final(_state(status="completed", result={"content": [{"type": "text", "text": "ok"}]}), models)
+    assert (done.is_error, done.content[0].text) == (False, "ok")
+    failed = _final(_state(status="failed", error={"code": -1, "message": "disk full"}), models)
+    assert failed.is_error and failed.content[0].text == "task t1 failed: disk full"
+    assert failed.meta == {"task_error": {"code": -1, "message": "disk full"}}
+    said = _final(_state(status="failed", statusMessage="out of time"), models)
+    assert said.content[0].text == "task t1 failed: out of time" and said.meta is None
+    assert _final(_state(status="failed"), models).content[0].text == "task t1 failed: no error given"
+    cancelled = _final(_state(status="cancelled", statusMessage="by an operator"), models)
+    assert cancelled.is_error and cancelled.content[0].text == "task t1 was cancelled: by an operator"
+    assert _final(_state(status="cancelled"), models).content[0].text == "task t1 was cancelled"
+
+
+def test_only_a_handshake_era_task_only_tool_gets_the_tasks_hint() -> None:
+    from cubepi.mcp._session import Protocol
+    from cubepi.mcp._tasks import advertised, legacy_task_hint, with_legacy_task_hint
+
+    def tool(support: str | None) -> types.Tool:
+        execution = types.ToolExecution(task_support=support) if support else None
+        return types.Tool(name="t", input_schema={"type": "object"}, execution=execution)
+
+    legacy = Protocol("2025-11-25")
+    modern = Protocol(
+        "2026-07-28",
+        types.DiscoverResult(
+            supported_versions=["2026-07-28"],
+            capabilities=types.ServerCapabilities(extensions={"io.modelcontextprotocol/tasks": {}}),
+            result_type="complete",
+            ttl_ms=0,
+            cache_scope="public",
+        ),
+    )
+    assert legacy_task_hint(tool("required"), legacy) is not None
+    assert legacy_task_hint(tool("required"), None) is not None
+    assert legacy_task_hint(tool("optional"), legacy) is None
+    assert legacy_task_hint(tool(None), legacy) is None
+    assert legacy_task_hint(tool("required"), modern) is None
+    error = types.CallToolResult(content=[types.TextContent(type="text", text="no")], is_error=True)
+    assert len(with_legacy_task_hint(error, tool("required"), legacy).content) == 2
+    fine = types.CallToolResult(content=[types.TextContent(type="text", text="yes")])
+    assert with_legacy_task_hint(fine, tool("required"), legacy) is fine
+    assert advertised(modern) and not advertised(legacy) and not advertised(None)
+
+
+async def test_a_server_that_lost_the_task_ends_the_call_with_its_error(
+    http_server_factory: StartServer, gates: Path
+) -> None:
+    """A memory backend loses its tasks when the server restarts: the next poll's error is the result."""
+    command = [PYTHON, str(TASKS), "http"]
+    start = functools.partial(http_server_factory, command, "/mcp", env={"GATES": str(gates)})
+    first = start()
+    proxy = DroppingProxy(first.port)
+    updates = Updates()
+    outcome: list[Any] = []
+    async with proxy.serve() as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with await load_mcp_tools(HttpServer(url), include=["gated"], timeout=WAIT) as tools:
+
+            async def call() -> None:
+                outcome.append(await tools[0].execute({"gate": "restarted"}, on_update=updates))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(call)
+                await updates.wait_for("waiting for restarted")
+                await proxy.drop_all()  # while the server restarts
+                first.process.terminate()
+                await anyio.to_thread.run_sync(first.process.wait)
+                proxy.upstream = (await anyio.to_thread.run_sync(start)).port
+                proxy.dropping = False
+    [result] = outcome
+    assert result.is_error and "not found" in result.text.lower(), result.text
