@@ -191,9 +191,13 @@ class _Owned:
         attempt.on_timeout = self.fail
 
     def fail(self, exc: BaseException) -> None:
-        if self.failure is None and not self.done:
+        if self.done:
+            pass
+        elif self.failure is None:
             self.failure = exc
             self.phase = self.attempt.phase
+        elif _lost_connection(self.failure) and not _errors.is_cancellation(exc):
+            self.failure = exc  # what broke the connection (a response past its bound), found on closing
         self.worked.set()
 
     def stop(self) -> None:
@@ -218,6 +222,10 @@ class _Owned:
         finally:
             self.worked.set()
             self.closed.set()
+
+
+def _lost_connection(exc: BaseException) -> bool:
+    return all(_errors.is_connection_closed(leaf) for leaf in _errors.leaves(exc))
 
 
 async def _run_owned(
@@ -263,6 +271,7 @@ async def _run_owned(
     # for the close, which tells what the server printed last and how it ended.
     with anyio.move_on_after(CLOSE_MARGIN if isinstance(failure, MCPTimeoutError) else math.inf, shield=True):
         await owned.closed.wait()
+    failure = owned.failure or failure  # the close may have told what broke the connection
     await _raise_failure(failure, endpoint, attempt, settled=owned.closed.is_set(), phase=owned.phase)
 
 

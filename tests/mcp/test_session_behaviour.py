@@ -197,7 +197,7 @@ async def test_max_duration_bounds_a_call_that_keeps_sending_progress(
     with pytest.raises(MCPTimeoutError) as caught:
         await ticking.execute({"seconds": 30, "interval": 0.2})
     took = time.monotonic() - started
-    assert 2.0 <= took < 8
+    assert 2.0 <= took < 20  # the tool would tick for 30 s; the margin is for a slow start on a loaded machine
     assert (caught.value.phase, caught.value.limit) == ("call", 2.0)
     assert "max_duration" in str(caught.value)
     calls, notes = cancel_notices(record)
@@ -210,7 +210,7 @@ async def test_without_progress_timeout_applies(leaks: LeakChecker) -> None:
     started = time.monotonic()
     with pytest.raises(MCPTimeoutError) as caught:
         await hang.execute({})
-    assert time.monotonic() - started < 6
+    assert time.monotonic() - started < 20  # well before max_duration (30 s), start-up included
     assert caught.value.limit == 1.0 and "no result or progress" in str(caught.value)
 
 
