@@ -166,8 +166,8 @@ class Endpoint:
     timeouts: Timeouts = field(default_factory=Timeouts)
     http_transport: Literal["streamable-http", "sse"] | None = None
     protocol: Protocol | None = None
-    # The listed tools that mirror parameters into headers (`x-mcp-header`): a fresh 2026-07-28 session
-    # learns the called tool's definition from here, so that the SDK sends them as `Mcp-Param-*` headers.
+    # The listed tools whose calls need their definition (`_needs_definition`): a fresh 2026-07-28 session
+    # learns it from here, so that the SDK sends `Mcp-Param-*` headers; a task-only tool's error names why.
     listed: dict[str, mcp_types.Tool] = field(default_factory=dict, repr=False, compare=False)
     # Callbacks every session to this server gets (the SDK's `ClientSession` keywords).
     callbacks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -302,7 +302,7 @@ class Session:
                 cursor = page.next_cursor
                 if not cursor:
                     usable = _usable_tools(tools, self.endpoint.describe())
-                    self.endpoint.listed = {tool.name: tool for tool in usable if _mirrors_headers(tool)}
+                    self.endpoint.listed = {tool.name: tool for tool in usable if _needs_definition(tool)}
                     return usable
                 if cursor in seen:
                     raise MCPError(
@@ -480,9 +480,12 @@ class Session:
         return status in (401, 403) or (status == 404 and not stateless)
 
 
-def _mirrors_headers(tool: mcp_types.Tool) -> bool:
-    """Whether a tool names parameters to mirror into ``Mcp-Param-*`` headers (found once, at listing, so
-    that a call of any other tool skips `Session._learn`)."""
+def _needs_definition(tool: mcp_types.Tool) -> bool:
+    """Whether a call of `tool` needs its definition (found once, at listing, so that a call of any other
+    tool skips `Session._learn`): it names parameters to mirror into ``Mcp-Param-*`` headers, or a
+    handshake-era server runs it only as a task (`legacy_task_hint`)."""
+    if getattr(getattr(tool, "execution", None), "task_support", None) == "required":
+        return True
     try:
         from mcp.shared.inbound import x_mcp_header_map
     except ImportError:  # pragma: no cover - another SDK layout: learn every tool, as before
