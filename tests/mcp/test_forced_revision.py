@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -62,3 +63,19 @@ async def test_a_server_that_dies_gets_no_revision_hint() -> None:
         await load_mcp_tools(server, timeout=10)
     assert "exited with code 3" in str(caught.value)
     assert "protocol revision" not in str(caught.value)
+
+
+async def test_a_forced_revision_the_server_stopped_serving(tmp_path: Path) -> None:
+    """Refused with -32022 after load, a forced revision is not probed again: the error names the revision
+    and `protocol='auto'`, and the call was sent once."""
+    record, upgraded = tmp_path / "record.jsonl", tmp_path / "upgraded"
+    faults = [str(STDIO_FAULTS), "ok", "--record", str(record), "--past-2026", str(upgraded)]
+    server = StdioServer(sys.executable, faults, protocol=FORCED)
+    async with await load_mcp_tools(server, include=["echo"], timeout=30) as tools:
+        upgraded.touch()
+        with pytest.raises(MCPError) as caught:
+            await tools[0].execute({"message": "hi"})
+    assert "calling tool 'echo'" in str(caught.value)
+    assert HINT in str(caught.value) and AUTO in str(caught.value)
+    sent = [json.loads(line)["method"] for line in record.read_text().splitlines()]
+    assert sent.count("tools/call") == 1 and "initialize" not in sent

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +14,8 @@ import cubepi.mcp._open as opening
 from cubepi.mcp import load_mcp_tools_http
 
 HEADERS = SERVERS / "headers.py"
+VERSION_KEY = "io.modelcontextprotocol/protocolVersion"  # in the `_meta` of a 2026-07-28 request
+STDIO_FAULTS = SERVERS.parent / "faults" / "servers" / "stdio_faults.py"
 
 
 @pytest.fixture
@@ -78,3 +82,21 @@ async def test_without_log_level_a_2026_server_sends_no_logs(caplog: pytest.LogC
     with caplog.at_level(logging.DEBUG, logger="cubepi.mcp.server"):
         assert (await tools[0].execute({})).text == "chatted"
     assert not [r for r in caplog.records if r.name == "cubepi.mcp.server"]
+
+
+async def test_a_server_past_2026_since_load_is_probed_again(tmp_path: Path) -> None:
+    """A server upgraded since load refuses the revision the list adopted (-32022): the call probes it once
+    more, falls back to the handshake and is answered; the calls after it no longer send the old revision."""
+    from cubepi.mcp import StdioServer, load_mcp_tools
+
+    record, upgraded = tmp_path / "record.jsonl", tmp_path / "upgraded"
+    faults = [str(STDIO_FAULTS), "ok", "--record", str(record), "--past-2026", str(upgraded)]
+    async with await load_mcp_tools(StdioServer(PYTHON, faults), include=["echo"], timeout=30) as tools:
+        assert (await tools[0].execute({"message": "before"})).text == "before"
+        upgraded.touch()
+        assert (await tools[0].execute({"message": "refused once"})).text == "refused once"
+        assert (await tools[0].execute({"message": "after"})).text == "after"
+    calls = [m for m in map(json.loads, record.read_text().splitlines()) if m.get("method") == "tools/call"]
+    enveloped = [VERSION_KEY in call["params"].get("_meta", {}) for call in calls]
+    assert enveloped == [True, True, False, False]  # the refused call, sent again in the handshake era
+    assert [call["params"]["arguments"]["message"] for call in calls[1:]] == ["refused once"] * 2 + ["after"]

@@ -24,6 +24,9 @@ slow_start    sleeps --size seconds before reading anything (a cold npx start)
 
 `--record FILE` appends every message received (one JSON object a line) to FILE.
 `--print-env NAME` prints ``NAME=<value>`` of its environment to stderr at start (a chatty server).
+`--past-2026 FILE`: once FILE exists the server no longer serves 2026-07-28 (upgraded to a later revision, the
+handshake era still served): discover lists only `LATER_VERSION`, any other request in the 2026-07-28 envelope
+is refused with -32022 (unsupported protocol version).
 `--flood MB` writes MB megabytes to stderr at start and during every call, in any mode.
 `--secret-at-cut NAME WINDOW` (mode exit) last prints the value of NAME so that the last WINDOW bytes of
 stderr begin 2 characters into it (a tail window cutting the secret).
@@ -54,6 +57,8 @@ SIZE_MB = float(option("--size", "1") or "1")
 FLOOD_MB = float(option("--flood", "0") or "0")
 
 MODERN_VERSION = "2026-07-28"
+LATER_VERSION = "2099-01-01"
+PAST_2026 = option("--past-2026")
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 SERVER_INFO = {"name": "stdio_faults", "version": "0"}
 STAMP = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}  # what a 2026-07-28 result carries in `_meta`
@@ -205,7 +210,12 @@ def main() -> None:
         if request_id is None:
             continue  # a notification
         modern = is_modern(message.get("params"))
-        if method == "initialize":
+        past = PAST_2026 is not None and os.path.exists(PAST_2026)
+        if past and modern and method != "server/discover":
+            refused = {"supported": [LATER_VERSION], "requested": MODERN_VERSION}
+            error = {"code": -32022, "message": "Unsupported protocol version", "data": refused}
+            send({"jsonrpc": "2.0", "id": request_id, "error": error})
+        elif method == "initialize":
             if MODE == "hang_init":
                 continue
             version = message.get("params", {}).get("protocolVersion", "2025-06-18")
@@ -216,7 +226,8 @@ def main() -> None:
         elif method == "server/discover":  # 2026-07-28: the client's first request, in place of initialize
             if MODE == "hang_init":
                 continue
-            discovered = {"supportedVersions": [MODERN_VERSION], "capabilities": {"tools": {}}, **UNCACHED}
+            served = LATER_VERSION if past else MODERN_VERSION
+            discovered = {"supportedVersions": [served], "capabilities": {"tools": {}}, **UNCACHED}
             reply(request_id, discovered, True)
         elif method == "tools/list":
             if MODE == "hang_list":
