@@ -16,11 +16,11 @@ import anyio
 import psutil
 import pytest
 
-from cubepi.errors import MCPTimeoutError
+from cubepi.errors import MCPError, MCPTimeoutError
 from cubepi.mcp import load_mcp_tools
 
 from .conftest import Leaks, stdio_server
-from .test_faults_cancellation import cancel_when, saw
+from .test_faults_cancellation import cancel_when, received, saw
 
 # The SDK waits this long for a server to exit once its stdin is closed, before it sends SIGTERM.
 SDK_SHUTDOWN_GRACE = 2.0
@@ -92,5 +92,34 @@ async def test_a_cancelled_call_still_waits_for_the_shutdown(tmp_path: Path) -> 
     echo = next(tool for tool in tools if tool.name == "echo")
     cancelled, _ = await cancel_when(lambda: echo.execute({"message": "hi"}), saw(record, "tools/call"))
     assert cancelled
+    assert not leaks.problems(), leaks.problems()
+    await tools.aclose()
+
+
+async def test_a_failed_call_cancelled_while_its_server_shuts_down_still_waits(tmp_path: Path) -> None:
+    """A call that failed (not a limit) waits for its session to close, and a cancellation of the caller
+    during that wait does not cut it short: the failure is raised once the deaf server is gone."""
+    record = tmp_path / "received.jsonl"
+    leaks = Leaks()
+    server = stdio_server("wrong_shape", "--record", str(record), "--deaf-at-eof")
+    tools = await load_mcp_tools(server, timeout=30)
+    echo = next(tool for tool in tools if tool.name == "echo")
+    outcome: list[BaseException] = []
+    with anyio.CancelScope() as scope:
+
+        async def cancel_once_closing() -> None:
+            deadline = time.monotonic() + 20
+            while not any(message.get("eof") for message in received(record)):  # its stdin has closed
+                assert time.monotonic() < deadline, "the session never closed"
+                await anyio.sleep(0.02)
+            scope.cancel()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(cancel_once_closing)
+            try:
+                await echo.execute({"message": "hi"})
+            except MCPError as exc:
+                outcome.append(exc)
+    assert outcome and "calling tool 'echo'" in str(outcome[0]), outcome
     assert not leaks.problems(), leaks.problems()
     await tools.aclose()

@@ -27,6 +27,8 @@ slow_start    sleeps --size seconds before reading anything (a cold npx start)
 `--past-2026 FILE`: once FILE exists the server no longer serves 2026-07-28 (upgraded to a later revision, the
 handshake era still served): discover lists only `LATER_VERSION`, any other request in the 2026-07-28 envelope
 is refused with -32022 (unsupported protocol version).
+`--deaf-at-eof`: once its stdin closes after a tools/call, the server appends `{"eof": true}` to the
+`--record` file and sleeps (ignores the EOF, must be killed), in any mode.
 `--flood MB` writes MB megabytes to stderr at start and during every call, in any mode.
 `--secret-at-cut NAME WINDOW` (mode exit) last prints the value of NAME so that the last WINDOW bytes of
 stderr begin 2 characters into it (a tail window cutting the secret).
@@ -198,6 +200,7 @@ def main() -> None:
     if MODE == "slow_start":
         time.sleep(SIZE_MB)
     record = open(RECORD, "a", encoding="utf-8") if RECORD else None  # noqa: SIM115
+    called = False
     for line in sys.stdin.buffer:
         if not line.strip():
             continue
@@ -238,11 +241,18 @@ def main() -> None:
             else:
                 reply(request_id, {"tools": WEIRD_TOOLS if MODE == "names" else TOOLS, **cache}, modern)
         elif method == "tools/call":
+            called = True
             call(request_id, message.get("params") or {})
         elif method == "ping":
             reply(request_id, {}, modern)
         else:
             send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no method"}})
+    if "--deaf-at-eof" in OPTIONS and called:
+        if record is not None:
+            record.write(json.dumps({"eof": True}) + "\n")
+            record.flush()
+        while True:
+            time.sleep(3600)
     if MODE == "noise":  # stdin closed: the client is shutting down; a last non-JSON line as we exit
         out.write(b"goodbye (not JSON)\n")
         out.flush()
