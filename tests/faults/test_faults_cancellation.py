@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from cubepi import AgentTool
-from cubepi.mcp import load_mcp_tools, load_mcp_tools_http, make_mcp_agent_tool
+from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http, make_mcp_agent_tool
 
 from .conftest import HttpFaults, Leaks, stdio_server
 
@@ -25,6 +25,8 @@ ECHO = {
     "name": "echo",
     "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
 }
+
+SLEEP = {"name": "sleep", "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}}
 
 
 def received(record: Path) -> list[dict[str, Any]]:
@@ -161,6 +163,23 @@ async def test_cancel_execute_over_http(http_faults: HttpFaults) -> None:
     await assert_cancelled_cleanly(lambda: sleep.execute({"seconds": 30}), calling, leaks, within=1.5)
     echo = next(item for item in tools if item.name == "echo")
     assert (await echo.execute({"message": "after"})).text == "after"
+
+
+async def test_cancel_execute_still_ends_the_http_session(http_faults: HttpFaults) -> None:
+    """A handshake-era session over HTTP is ended (its DELETE) before a cancelled caller gets control back."""
+    leaks = Leaks()
+    http_faults.clear()
+    server = HttpServer(http_faults.url("/stateful"), transport="streamable-http", protocol="legacy")
+    tool = make_mcp_agent_tool(SLEEP, server, timeout=5)
+
+    def calling() -> bool:
+        return any("tools/call" in record["body"] for record in http_faults.records())
+
+    await assert_cancelled_cleanly(lambda: tool.execute({"seconds": 30}), calling, leaks, within=1.5)
+    deletes = [record for record in http_faults.records() if record["method"] == "DELETE"]
+    assert [{k.lower(): v for k, v in r["headers"].items()}.get("mcp-session-id") for r in deletes] == [
+        "stateful-session"
+    ]
 
 
 async def test_timeout_tells_the_server(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ Paths on PORT (Streamable HTTP with JSON responses, stateless, unless said other
 /sse-405      the same with 405 for POST
 /slow-init    initialize (and server/discover) answered after 30 s
 /slow-delete  a stateful server (initialize gives an ``Mcp-Session-Id``) whose DELETE hangs for 30 s
+/stateful     the same, whose DELETE is answered at once
 /redirect     307 to http://127.0.0.1:OTHER_PORT/mcp (another origin, which records what it got)
 /echo-401     answers 401 with the reason phrase ``Denied for <its Authorization header>``
 /echo-error   a working server, but tools/list gets a JSON-RPC error quoting the X-Api-Key header
@@ -20,8 +21,8 @@ Every MCP path speaks both protocol eras, deciding per request as 2026-07-28 doe
 ``params._meta`` carries ``io.modelcontextprotocol/protocolVersion`` is answered the 2026-07-28 way
 (``resultType``, cache hints and a ``serverInfo`` stamp in the result; an error with the HTTP status the
 revision gives it), anything else the handshake way; ``initialize`` and ``server/discover`` are both
-answered. 2026-07-28 has no sessions, so /slow-delete only misbehaves for a handshake-era client (it never
-sends DELETE otherwise).
+answered. 2026-07-28 has no sessions, so /slow-delete and /stateful only have them for a handshake-era
+client (it never sends DELETE otherwise).
 
 Tool `cut` answers with an SSE response that stops in the middle of an event and closes the connection;
 `cut_json` announces a 4000-byte JSON body, sends 30 bytes and closes the connection.
@@ -199,6 +200,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(200)
             else:
                 self._mcp(method, body, session="slow-delete-session")
+        elif path == "/stateful":
+            self._mcp(method, body, session="stateful-session")
         elif path == "/mcp":
             self._mcp(method, body)
         else:
