@@ -124,6 +124,23 @@ async def test_cancel_execute_in_a_phase(tmp_path: Path, mode: str, method: str)
     assert (await ok.execute({"message": "after"})).text == "after"
 
 
+async def test_cancel_a_listed_tool_while_its_server_starts(tmp_path: Path) -> None:
+    """A loaded list's call (its session owned by a task of the list) stops its start-up when cancelled."""
+    record, stuck = tmp_path / "received.jsonl", tmp_path / "stuck"
+    leaks = Leaks()
+    server = stdio_server("ok", "--record", str(record), "--hang-init-if", str(stuck), protocol="legacy")
+    async with await load_mcp_tools(server, timeout=5, startup_timeout=5) as tools:
+        echo = next(item for item in tools if item.name == "echo")
+        stuck.touch()
+
+        def initializing_again() -> bool:
+            return sum(message.get("method") == "initialize" for message in received(record)) == 2
+
+        await assert_cancelled_cleanly(
+            lambda: echo.execute({"message": "hi"}), initializing_again, leaks, within=1.5
+        )
+
+
 async def test_cancel_execute_of_a_server_that_ignores_stdin(tmp_path: Path) -> None:
     """`deaf_call` stops reading: the SDK's 2 s grace, then SIGTERM of its process group. Still bounded."""
     record = tmp_path / "received.jsonl"

@@ -27,6 +27,7 @@ slow_start    sleeps --size seconds before reading anything (a cold npx start)
 `--past-2026 FILE`: once FILE exists the server no longer serves 2026-07-28 (upgraded to a later revision, the
 handshake era still served): discover lists only `LATER_VERSION`, any other request in the 2026-07-28 envelope
 is refused with -32022 (unsupported protocol version).
+`--hang-init-if FILE`: once FILE exists, initialize and server/discover are never answered (as `hang_init`).
 `--deaf-at-eof`: once its stdin closes after a tools/call, the server appends `{"eof": true}` to the
 `--record` file and sleeps (ignores the EOF, must be killed), in any mode.
 `--flood MB` writes MB megabytes to stderr at start and during every call, in any mode.
@@ -61,6 +62,7 @@ FLOOD_MB = float(option("--flood", "0") or "0")
 MODERN_VERSION = "2026-07-28"
 LATER_VERSION = "2099-01-01"
 PAST_2026 = option("--past-2026")
+HANG_INIT_IF = option("--hang-init-if")
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 SERVER_INFO = {"name": "stdio_faults", "version": "0"}
 STAMP = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}  # what a 2026-07-28 result carries in `_meta`
@@ -214,12 +216,13 @@ def main() -> None:
             continue  # a notification
         modern = is_modern(message.get("params"))
         past = PAST_2026 is not None and os.path.exists(PAST_2026)
+        hang_init = MODE == "hang_init" or (HANG_INIT_IF is not None and os.path.exists(HANG_INIT_IF))
         if past and modern and method != "server/discover":
             refused = {"supported": [LATER_VERSION], "requested": MODERN_VERSION}
             error = {"code": -32022, "message": "Unsupported protocol version", "data": refused}
             send({"jsonrpc": "2.0", "id": request_id, "error": error})
         elif method == "initialize":
-            if MODE == "hang_init":
+            if hang_init:
                 continue
             version = message.get("params", {}).get("protocolVersion", "2025-06-18")
             reply(
@@ -227,7 +230,7 @@ def main() -> None:
                 {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": SERVER_INFO},
             )
         elif method == "server/discover":  # 2026-07-28: the client's first request, in place of initialize
-            if MODE == "hang_init":
+            if hang_init:
                 continue
             served = LATER_VERSION if past else MODERN_VERSION
             discovered = {"supportedVersions": [served], "capabilities": {"tools": {}}, **UNCACHED}
