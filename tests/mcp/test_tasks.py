@@ -396,3 +396,30 @@ async def test_a_server_that_lost_the_task_ends_the_call_with_its_error(
                 proxy.dropping = False
     [result] = outcome
     assert result.is_error and "not found" in result.text.lower(), result.text
+
+
+async def test_a_late_start_up_probe_does_not_bound_a_stdio_task_by_timeout(gates: Path) -> None:
+    """The first call to a new stdio process has a ``server/discover`` probe beside it (start-up is bounded
+    apart). A server that answers the call with a task before it answers the probe is up: the probe's late
+    answer must not bound the task by `timeout` again (only `max_duration` bounds a task)."""
+    timeout = 1.0
+    hold = gates / "hold-discover"
+    relay = [str(SERVERS / "late_discover.py"), str(hold), PYTHON, str(TASKS)]
+    updates = Updates()
+    outcome: list[str] = []
+    server = StdioServer(PYTHON, relay, env={"GATES": str(gates)})
+    async with await load_mcp_tools(
+        server, include=["gated"], timeout=timeout, startup_timeout=WAIT, max_duration=WAIT
+    ) as tools:
+        hold.touch()
+
+        async def call() -> None:
+            outcome.append((await tools[0].execute({"gate": "late-probe"}, on_update=updates)).text)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            await updates.wait_for("waiting for late-probe")
+            hold.unlink()  # the probe is answered now, after the task started
+            await anyio.sleep(3 * timeout)  # the task outlasts `timeout`
+            (gates / "late-probe").touch()
+    assert outcome == ["opened late-probe"]
