@@ -18,7 +18,7 @@ from mcp import types
 from cubepi.cli import main
 from cubepi.errors import MCPError, MCPTimeoutError, UserError
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
-from cubepi.mcp._tasks import POLL_CAP, POLL_DEFAULT, POLL_FLOOR, poll_delay
+from cubepi.mcp._tasks import CANCEL_LIMIT, POLL_CAP, POLL_DEFAULT, POLL_FLOOR, poll_delay
 from cubepi.mcp._toollist import MCPToolList
 from cubepi.tools import ToolUpdate
 
@@ -110,7 +110,11 @@ async def test_task_only_and_optional_tools_give_their_results(server: StdioServ
         assert (double.is_error, double.text) == (False, "42")
         assert updates.messages[0] == "task working" and updates.messages[-1] == "task completed"
         optional = Updates()
-        triple = await tool["triple"].execute({"n": 2}, on_update=optional)
+
+        async def report(update: ToolUpdate) -> None:  # an async on_update is awaited
+            optional(update)
+
+        triple = await tool["triple"].execute({"n": 2}, on_update=report)
         assert (triple.is_error, triple.text, optional.messages[-1]) == (False, "6", "task completed")
 
 
@@ -167,6 +171,23 @@ async def test_input_asked_mid_task_is_answered_by_the_callback(server: StdioSer
     async with await load_mcp_tools(server, include=["ask"], elicitation_callback=answer) as tools:
         result = await tools[0].execute({"question": "Who are you?"})
     assert (result.is_error, result.text, questions) == (False, "hello Ada (accept)", ["Who are you?"])
+
+
+async def test_input_a_callback_refuses_ends_the_call_with_its_reason(http: HttpServer) -> None:
+    async def refuse(context: Any, params: types.ElicitRequestParams) -> types.ErrorData:
+        return types.ErrorData(code=types.INVALID_REQUEST, message="not today")
+
+    async with await load_mcp_tools(http, include=["ask"], elicitation_callback=refuse) as tools:
+        result = await tools[0].execute({"question": "Who are you?"})
+    assert result.is_error  # with no advice to pass a callback: there is one
+    assert result.text == "[tool error] the task asked for input the client did not give: not today"
+
+
+async def test_closing_a_list_whose_tasks_have_ended_waits_for_none(http: HttpServer) -> None:
+    tools = await load_mcp_tools(http, include=["double"])
+    assert (await tools[0].execute({"n": 3})).text == "6"
+    with anyio.fail_after(CANCEL_LIMIT):  # the longest a close waits on a task still running
+        await tools.aclose()
 
 
 async def test_input_asked_mid_task_without_a_callback_says_how(http: HttpServer) -> None:
