@@ -414,9 +414,11 @@ async def test_a_server_that_lost_the_task_ends_the_call_with_its_error(
                 first.process.terminate()
                 await anyio.to_thread.run_sync(first.process.wait)
                 proxy.upstream = (await anyio.to_thread.run_sync(start)).port
+                proxy.sent.clear()
                 proxy.dropping = False
     [result] = outcome
     assert result.is_error and "not found" in result.text.lower(), result.text
+    assert bytes(proxy.sent).lower().count(b"mcp-method: tasks/get") == 1  # an answer is not asked again
 
 
 async def test_a_late_start_up_probe_does_not_bound_a_stdio_task_by_timeout(gates: Path) -> None:
