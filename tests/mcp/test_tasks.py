@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import pickle
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,13 @@ async def test_task_only_and_optional_tools_give_their_results(server: StdioServ
 
         triple = await tool["triple"].execute({"n": 2}, on_update=report)
         assert (triple.is_error, triple.text, optional.messages[-1]) == (False, "6", "task completed")
+
+
+async def test_a_list_that_travels_still_runs_tasks(http: HttpServer) -> None:
+    async with await load_mcp_tools(http, include=["double"]) as tools:
+        copy: MCPToolList = pickle.loads(pickle.dumps(tools))
+        async with copy:
+            assert (await copy[0].execute({"n": 5})).text == "10"
 
 
 async def test_a_tool_that_never_runs_as_a_task_reports_no_task(http: HttpServer) -> None:
