@@ -411,8 +411,8 @@ class Session:
     ) -> T:
         """`call()` (the first request to the process), with `_watch_start` beside it until it is answered:
         an answer shows the server is up as well as the probe's does, and from then on the probe's late
-        answer must not move the deadline (a task's is `max_duration`). What `call` raises comes out as it
-        is (no group)."""
+        answer must not move the deadline (a task's is `max_duration`; input rounds keep the first
+        request's, start-up limit included). What `call` raises comes out as it is (no group)."""
         outcome: list[T] = []
         failure: list[BaseException] = []
         async with anyio.create_task_group() as watching:
@@ -428,15 +428,13 @@ class Session:
                 watching.cancel_scope.cancel()
         if failure:
             raise failure[0]
-        if not scope.cancel_called:
-            scope.deadline = min(anyio.current_time() + idle, hard)
         return outcome[0]
 
     async def _watch_start(self, call: anyio.CancelScope, idle: float, hard: float) -> None:
         """Beside the first call to a new 2026-07-28 stdio process: ask ``server/discover`` (written just
-        before the call, with no wait for its answer) to learn when the server is up. It must answer
-        within the start-up limit, or the call ends as a start-up timeout; once it has, the call gets its
-        own `timeout` of silence from then on, as a call to a started server does."""
+        before the call, with no wait for its answer) to learn when the server is up. It (or the call)
+        must answer within the start-up limit, or the call ends as a start-up timeout; once it has, the
+        call gets its own `timeout` of silence from then on, as a call to a started server does."""
         from mcp.shared.exceptions import MCPError as SdkError
 
         limit, self.starting = self.starting, None
