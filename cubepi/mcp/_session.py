@@ -370,7 +370,10 @@ class Session:
             self.attempt.http_status = None
 
             async def call() -> mcp_types.CallToolResult:
-                first = await send(None, None)
+                if self.starting is None:
+                    first = await send(None, None)
+                else:
+                    first = await self._watching_start(functools.partial(send, None, None), scope, idle, hard)
                 if isinstance(first, types.InputRequiredResult):
                     first = await run_input_required_driver(
                         first, dispatch=dispatch, retry=send, max_rounds=INPUT_ROUNDS
@@ -380,9 +383,7 @@ class Session:
                 return with_legacy_task_hint(first, self.endpoint.listed.get(name), self.endpoint.protocol)
 
             try:
-                if self.starting is None:
-                    return await call()
-                return await self._watching_start(call, scope, idle, hard)
+                return await call()
             except SdkError as exc:
                 if self._is_transport_failure(exc):
                     raise
@@ -408,7 +409,10 @@ class Session:
     async def _watching_start(
         self, call: Callable[[], Awaitable[T]], scope: anyio.CancelScope, idle: float, hard: float
     ) -> T:
-        """`call()`, with `_watch_start` beside it; what `call` raises comes out as it is (no group)."""
+        """`call()` (the first request to the process), with `_watch_start` beside it until it is answered:
+        an answer shows the server is up as well as the probe's does, and from then on the probe's late
+        answer must not move the deadline (a task's is `max_duration`; input rounds keep the first
+        request's, start-up limit included). What `call` raises comes out as it is (no group)."""
         outcome: list[T] = []
         failure: list[BaseException] = []
         async with anyio.create_task_group() as watching:
@@ -428,9 +432,9 @@ class Session:
 
     async def _watch_start(self, call: anyio.CancelScope, idle: float, hard: float) -> None:
         """Beside the first call to a new 2026-07-28 stdio process: ask ``server/discover`` (written just
-        before the call, with no wait for its answer) to learn when the server is up. It must answer
-        within the start-up limit, or the call ends as a start-up timeout; once it has, the call gets its
-        own `timeout` of silence from then on, as a call to a started server does."""
+        before the call, with no wait for its answer) to learn when the server is up. It (or the call)
+        must answer within the start-up limit, or the call ends as a start-up timeout; once it has, the
+        call gets its own `timeout` of silence from then on, as a call to a started server does."""
         from mcp.shared.exceptions import MCPError as SdkError
 
         limit, self.starting = self.starting, None

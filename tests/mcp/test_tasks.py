@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import pickle
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -12,13 +13,13 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
-from conftest import EVERYTHING, PYTHON, SERVERS, RunningServer, StartServer
+from conftest import EVERYTHING, PYTHON, SERVERS, LeakChecker, RunningServer, StartServer
 from mcp import types
 
 from cubepi.cli import main
 from cubepi.errors import MCPError, MCPTimeoutError, UserError
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
-from cubepi.mcp._tasks import POLL_CAP, POLL_DEFAULT, POLL_FLOOR, poll_delay
+from cubepi.mcp._tasks import CANCEL_LIMIT, POLL_CAP, POLL_DEFAULT, POLL_FLOOR, poll_delay
 from cubepi.mcp._toollist import MCPToolList
 from cubepi.tools import ToolUpdate
 
@@ -110,8 +111,19 @@ async def test_task_only_and_optional_tools_give_their_results(server: StdioServ
         assert (double.is_error, double.text) == (False, "42")
         assert updates.messages[0] == "task working" and updates.messages[-1] == "task completed"
         optional = Updates()
-        triple = await tool["triple"].execute({"n": 2}, on_update=optional)
+
+        async def report(update: ToolUpdate) -> None:  # an async on_update is awaited
+            optional(update)
+
+        triple = await tool["triple"].execute({"n": 2}, on_update=report)
         assert (triple.is_error, triple.text, optional.messages[-1]) == (False, "6", "task completed")
+
+
+async def test_a_list_that_travels_still_runs_tasks(http: HttpServer) -> None:
+    async with await load_mcp_tools(http, include=["double"]) as tools:
+        copy: MCPToolList = pickle.loads(pickle.dumps(tools))
+        async with copy:
+            assert (await copy[0].execute({"n": 5})).text == "10"
 
 
 async def test_a_tool_that_never_runs_as_a_task_reports_no_task(http: HttpServer) -> None:
@@ -167,6 +179,23 @@ async def test_input_asked_mid_task_is_answered_by_the_callback(server: StdioSer
     async with await load_mcp_tools(server, include=["ask"], elicitation_callback=answer) as tools:
         result = await tools[0].execute({"question": "Who are you?"})
     assert (result.is_error, result.text, questions) == (False, "hello Ada (accept)", ["Who are you?"])
+
+
+async def test_input_a_callback_refuses_ends_the_call_with_its_reason(http: HttpServer) -> None:
+    async def refuse(context: Any, params: types.ElicitRequestParams) -> types.ErrorData:
+        return types.ErrorData(code=types.INVALID_REQUEST, message="not today")
+
+    async with await load_mcp_tools(http, include=["ask"], elicitation_callback=refuse) as tools:
+        result = await tools[0].execute({"question": "Who are you?"})
+    assert result.is_error  # with no advice to pass a callback: there is one
+    assert result.text == "[tool error] the task asked for input the client did not give: not today"
+
+
+async def test_closing_a_list_whose_tasks_have_ended_waits_for_none(http: HttpServer) -> None:
+    tools = await load_mcp_tools(http, include=["double"])
+    assert (await tools[0].execute({"n": 3})).text == "6"
+    with anyio.fail_after(CANCEL_LIMIT):  # the longest a close waits on a task still running
+        await tools.aclose()
 
 
 async def test_input_asked_mid_task_without_a_callback_says_how(http: HttpServer) -> None:
@@ -393,6 +422,37 @@ async def test_a_server_that_lost_the_task_ends_the_call_with_its_error(
                 first.process.terminate()
                 await anyio.to_thread.run_sync(first.process.wait)
                 proxy.upstream = (await anyio.to_thread.run_sync(start)).port
+                proxy.sent.clear()
                 proxy.dropping = False
     [result] = outcome
     assert result.is_error and "not found" in result.text.lower(), result.text
+    assert bytes(proxy.sent).lower().count(b"mcp-method: tasks/get") == 1  # an answer is not asked again
+
+
+async def test_a_late_start_up_probe_does_not_bound_a_stdio_task_by_timeout(
+    gates: Path, leaks: LeakChecker
+) -> None:
+    """The first call to a new stdio process has a ``server/discover`` probe beside it (start-up is bounded
+    apart). A server that answers the call with a task before it answers the probe is up: the probe's late
+    answer must not bound the task by `timeout` again (only `max_duration` bounds a task)."""
+    timeout = 2.0  # each poll's bound too: room for a loaded machine
+    hold = gates / "hold-discover"
+    relay = [str(SERVERS / "late_discover.py"), str(hold), PYTHON, str(TASKS)]
+    updates = Updates()
+    outcome: list[str] = []
+    server = StdioServer(PYTHON, relay, env={"GATES": str(gates)})
+    async with await load_mcp_tools(
+        server, include=["gated"], timeout=timeout, startup_timeout=WAIT, max_duration=WAIT
+    ) as tools:
+        hold.touch()
+
+        async def call() -> None:
+            outcome.append((await tools[0].execute({"gate": "late-probe"}, on_update=updates)).text)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            await updates.wait_for("waiting for late-probe")
+            hold.unlink()  # the probe is answered now, after the task started
+            await anyio.sleep(1.5 * timeout)  # the task outlasts `timeout`
+            (gates / "late-probe").touch()
+    assert outcome == ["opened late-probe"]
