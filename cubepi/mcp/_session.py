@@ -28,7 +28,7 @@ from ._input import missing_input_hint
 from ._process import ProcessInfo
 from ._redact import redact
 from ._stderr import StderrCapture
-from ._tasks import Tasks, legacy_task_hint, with_legacy_task_hint
+from ._tasks import Tasks, legacy_task_hint, runs_only_as_task, with_legacy_task_hint
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -488,7 +488,7 @@ def _needs_definition(tool: mcp_types.Tool) -> bool:
     """Whether a call of `tool` needs its definition (found once, at listing, so that a call of any other
     tool skips `Session._learn`): it names parameters to mirror into ``Mcp-Param-*`` headers, or a
     handshake-era server runs it only as a task (`legacy_task_hint`)."""
-    if getattr(getattr(tool, "execution", None), "task_support", None) == "required":
+    if runs_only_as_task(tool):
         return True
     try:
         from mcp.shared.inbound import x_mcp_header_map

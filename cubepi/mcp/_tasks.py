@@ -48,6 +48,7 @@ __all__ = [
     "advertised",
     "legacy_task_hint",
     "poll_delay",
+    "runs_only_as_task",
     "with_legacy_task_hint",
 ]
 
@@ -227,12 +228,15 @@ class Tasks:
             await self._idle.wait()
 
 
+def runs_only_as_task(tool: mcp_types.Tool | None) -> bool:
+    """Whether a handshake-era (2025-11-25) listing says `tool` runs only as a task."""
+    return getattr(getattr(tool, "execution", None), "task_support", None) == "required"
+
+
 def legacy_task_hint(tool: mcp_types.Tool | None, protocol: Protocol | None) -> str | None:
     """The sentence added to the error of a tool that a handshake-era server (2025-11-25) runs only as a
     task: cubepi runs tasks through the 2026-07-28 extension only."""
-    execution = getattr(tool, "execution", None)
-    required = getattr(execution, "task_support", None) == "required"
-    if not required or (protocol is not None and protocol.stateless):
+    if not runs_only_as_task(tool) or (protocol is not None and protocol.stateless):
         return None
     return (
         "the server runs this tool only as a task, in the 2025-11-25 protocol's core tasks, which cubepi "
