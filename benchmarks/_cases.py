@@ -112,13 +112,13 @@ def cubepi_prespawn(tools: Any, *, spaced: bool) -> Case:
     """A cubepi prespawn call: `spaced`, the spare is ready (calls wider apart than the server's start-up);
     else back to back, right after another call took the spare."""
     call = cubepi_call(tools)
-    spares = tools._resources.spares
+    shared = tools._shared
 
     async def wait_for_spare() -> None:
-        await spares.wait_ready()
+        await shared.wait_spare()
 
     async def take_spare() -> None:
-        await spares.wait_ready()
+        await shared.wait_spare()
         await call()  # the timed call comes right after this one took the spare
 
     # `after`: the next spare starts right after a call; wait for it, untimed, so that its start-up does

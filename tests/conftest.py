@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from cubepi.mcp._toollist import IDLE_GRACE
+from cubepi.mcp._keeper import IDLE_GRACE
 
 TESTS = Path(__file__).parent
 SERVERS = TESTS / "servers"

@@ -1,16 +1,18 @@
-"""The httpx2 side of MCP's HTTP transports: the client cubepi builds, and what it adds to the SDK's use.
+"""Streamable HTTP and SSE, whole: the client a list's calls share, what cubepi adds to it, the transports.
 
-- `http_client(server)`: the SDK's default client settings plus the server's static headers and auth.
-- Rotating headers (`HttpServer.headers` as a callable): resolved once per session, applied to each of its
-  requests by a request hook, because the client itself may be shared by several sessions.
-- Ending a handshake-era session (its DELETE) may take at most `HTTP_CLOSE_GRACE` in all, body included: a
-  server that never answers it, or answers one byte a second, would otherwise hold every call.
-- A response body may hold at most `HttpServer.max_response_bytes`, counted as it arrives (a body that
-  never ends fails with `ResponseTooLarge`); SSE bodies are bounded per event by the SDK instead.
-- `recording_status`: the SDK turns an HTTP error answer into a JSON-RPC error and drops the status; a
-  response hook keeps it for the session's error message ("HTTP 401 ... check the headers / auth"). A
-  request hook adds the values of the headers the user gave (and of ``Authorization``, where `auth` puts
-  its token) to the session's secrets, which are redacted from its errors and from httpx2's log lines.
+`http_client(server)` is the SDK's client (its timeouts) with the server's static headers and `auth`, and a
+guard on what a session sends (`Client.send`), which adds for each request:
+
+- the headers of a callable `HttpServer.headers`, resolved once per session (`resolve_headers`): the
+  client itself is shared by the sessions of a list;
+- the HTTP status of the MCP endpoint's error answers, kept for the session's error (the SDK turns them
+  into JSON-RPC errors and drops the status). Only the endpoint's own: an OAuth provider's token or
+  metadata requests go through this client too, and their failure is the auth's error, not the server's;
+- the credentials it sends (``Authorization``, which `auth` sets, and the resolved headers) as secrets,
+  redacted from the session's errors and from httpx2's log lines;
+- a bound on a response body (`max_response_bytes`, counted as it arrives; event streams are bounded
+  per event by the SDK) and on ending a handshake-era session: its ``DELETE``, body included, may take
+  `HTTP_CLOSE_GRACE` seconds in all.
 """
 
 from __future__ import annotations
@@ -21,72 +23,128 @@ import functools
 import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from ..errors import MCPError
-from ._limits import DEFAULT_MAX_RESPONSE_BYTES, ResponseTooLarge
+from ._limits import ResponseTooLarge
 from ._redact import redact, secret_values
 
 if TYPE_CHECKING:
     import httpx2
 
+    from ._errors import Attempt
     from ._servers import HttpServer
 
-__all__ = ["HTTP_CLOSE_GRACE", "connection_headers", "http_client", "recording_status"]
+__all__ = ["HTTP_CLOSE_GRACE", "HttpKind", "http_client", "open_http", "recording", "resolve_headers"]
 
+HttpKind = Literal["streamable-http", "sse"]
 # How long ending an HTTP session may take: its DELETE, or its teardown once the caller is cancelled.
 HTTP_CLOSE_GRACE = 5.0
+_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization")
+
+# The session whose requests go out now: its `Attempt`, and the headers a callable resolved for it. The SDK's
+# transports send each request in its sender's context, so whoever sends sets it (`recording`).
+_SCOPE: contextvars.ContextVar[tuple[Attempt, dict[str, str] | None] | None] = contextvars.ContextVar(
+    "cubepi_http_session", default=None
+)
 
 
 def http_client(server: HttpServer) -> httpx2.AsyncClient:
-    """A client for `server`: the SDK's timeouts, the server's static headers and auth, cubepi's hooks."""
+    """A client for `server`: the SDK's timeouts, the server's static headers and auth, cubepi's guard."""
     import httpx2
     from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
     static = server.headers if isinstance(server.headers, Mapping) else None
-    limit = getattr(server, "max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES)
     _redact_logs()
-    return _client_type()(
+    names = (*_CREDENTIAL_HEADERS, *(name.lower() for name in static or ()))
+    client: httpx2.AsyncClient = _client_type()(
         timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
         headers=dict(static) if static else None,
         auth=server.auth,
-        event_hooks={
-            "request": [_apply_connection_headers, _SecretNoter((*_CREDENTIAL_HEADERS, *(static or {})))],
-            "response": [_record_status, functools.partial(_bound_body, limit)],
-        },
+        event_hooks={"request": [_SecretNoter(names)]},
     )
+    client.guard(server.max_response_bytes)  # type: ignore[attr-defined]
+    return client
+
+
+class _SecretNoter:
+    """A request hook (it runs once `auth` has set its header, before anything is sent or logged): the
+    values of the credential headers, the static ones and the resolved ones become secrets of the session."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+
+    async def __call__(self, request: httpx2.Request) -> None:
+        scope = _SCOPE.get()
+        if scope is not None:
+            attempt, extra = scope
+            names = (*self.names, *(extra or ()))
+            attempt.add_secrets(secret_values(request.headers[n] for n in names if n in request.headers))
 
 
 @functools.cache
-def _client_type() -> type[httpx2.AsyncClient]:
+def _client_type() -> Any:
     import httpx2
 
     class Client(httpx2.AsyncClient):
-        """The SDK's client (`create_mcp_http_client`) with a total bound on ending a session."""
+        """The SDK's client with cubepi's guard on each request a session sends (see the module docstring).
 
-        async def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
-            if request.method != "DELETE":
-                return await super().send(request, **options)
-            with anyio.move_on_after(HTTP_CLOSE_GRACE):
-                response = await super().send(request, **options)
+        The guard sits in `send`, around the request the transport made: the requests an `auth` flow makes
+        on its own (an OAuth token or metadata request) are inside it, so their statuses are not taken
+        for the MCP endpoint's; a failed token request raises the auth's own error.
+        """
+
+        _limit: int | None = None
+
+        def guard(self, limit: int | None) -> None:
+            self._limit = limit
+
+        async def send(
+            self, request: httpx2.Request, *, stream: bool = False, **options: Any
+        ) -> httpx2.Response:
+            scope = _SCOPE.get()
+            if scope is not None and scope[1]:
+                request.headers.update(scope[1])
+            if request.method == "DELETE":
+                with anyio.move_on_after(HTTP_CLOSE_GRACE):
+                    return await self._guarded(request, False, options)
+                raise httpx2.ReadTimeout(f"ending the session took longer than {HTTP_CLOSE_GRACE:g} s")
+            return await self._guarded(request, stream, options)
+
+        async def _guarded(self, request: httpx2.Request, stream: bool, options: Any) -> httpx2.Response:
+            response = await super().send(request, stream=True, **options)
+            scope = _SCOPE.get()
+            if scope is not None and response.status_code >= 300:
+                scope[0].http_status, scope[0].http_reason = response.status_code, response.reason_phrase
+            events = response.headers.get("content-type", "").lower().startswith("text/event-stream")
+            if self._limit is not None and not events:
+                response.stream = _bounded_type()(response.stream, self._limit)  # type: ignore[arg-type]
+            if not stream:
                 try:
                     await response.aread()
                 except BaseException:
                     await response.aclose()
                     raise
-                return response
-            raise httpx2.ReadTimeout(f"ending the session took longer than {HTTP_CLOSE_GRACE:g} s")
+            return response
+
+        async def close_idle(self) -> None:
+            """Close the pooled connections no request uses (httpcore2's pool drops them)."""
+            pool = getattr(self._transport, "_pool", None)
+            for connection in list(getattr(pool, "connections", ())):
+                with contextlib.suppress(Exception):
+                    if connection.is_idle():
+                        await connection.aclose()
 
     return Client
 
 
 @functools.cache
-def _bounded_body_type() -> Callable[[httpx2.AsyncByteStream, int], httpx2.AsyncByteStream]:
+def _bounded_type() -> Callable[[httpx2.AsyncByteStream, int], httpx2.AsyncByteStream]:
     import httpx2
 
-    class BoundedBody(httpx2.AsyncByteStream):
+    class Bounded(httpx2.AsyncByteStream):
         """A response body that raises `ResponseTooLarge` once more than `limit` bytes came."""
 
         def __init__(self, inner: httpx2.AsyncByteStream, limit: int) -> None:
@@ -104,43 +162,79 @@ def _bounded_body_type() -> Callable[[httpx2.AsyncByteStream, int], httpx2.Async
         async def aclose(self) -> None:
             await self._inner.aclose()
 
-    return BoundedBody
+    return Bounded
 
 
-# The headers of the session being opened when `HttpServer.headers` is a callable: resolved once per
-# session in `connection_headers`, applied to each of its requests (the client itself may be shared).
-_CONNECTION_HEADERS: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
-    "cubepi_mcp_connection_headers", default=None
-)
-# Whatever records the HTTP status of the current session's failed responses (an `Attempt`).
-_STATUS_SINK: contextvars.ContextVar[Any] = contextvars.ContextVar("cubepi_mcp_status_sink", default=None)
+@contextlib.contextmanager
+def recording(attempt: Attempt, headers: dict[str, str] | None = None) -> Iterator[None]:
+    """Within this block (and the tasks it starts, and the requests it sends), the client's guard reports
+    to `attempt` and adds `headers` (`resolve_headers`) to each request."""
+    current = _SCOPE.get()
+    if current is not None and current[0] is attempt and current[1] is headers:
+        yield
+        return
+    token = _SCOPE.set((attempt, headers))
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):  # exited in another context
+            _SCOPE.reset(token)
 
 
-async def _apply_connection_headers(request: httpx2.Request) -> None:
-    headers = _CONNECTION_HEADERS.get()
-    if headers:
-        request.headers.update(headers)
+async def resolve_headers(server: HttpServer) -> dict[str, str] | None:
+    """The headers of a callable `server.headers` (sync or async) for one session; None for static ones.
+
+    A failure of the callable is a readable `MCPError` that never shows a header value.
+    """
+    make = server.headers
+    if not callable(make):
+        return None
+    try:
+        value = make()
+        if inspect.isawaitable(value):
+            value = await value
+        return {str(key): str(item) for key, item in dict(value or {}).items()}
+    except Exception as exc:
+        raise MCPError(
+            f"connecting to {server.describe()} failed: the headers callable raised {type(exc).__name__}",
+            server=server.describe(),
+        ) from exc
 
 
-# Headers whose values are credentials whoever set them (`auth` puts its token in ``Authorization``).
-_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization")
+@contextlib.asynccontextmanager
+async def open_http(
+    server: HttpServer, kind: HttpKind, client: httpx2.AsyncClient
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's Streamable HTTP or SSE transport to `server` on `client` (which it does not close)."""
+    if kind == "streamable-http":
+        from mcp.client.streamable_http import streamable_http_client
+
+        bound = server.max_response_bytes
+        async with streamable_http_client(
+            server.url, http_client=client, max_sse_event_size=bound
+        ) as streams:
+            yield streams
+    else:
+        from mcp.client.sse import sse_client
+
+        async with sse_client(server.url, httpx_client_factory=_Lent(client)) as streams:  # type: ignore[arg-type]
+            yield streams
 
 
-class _SecretNoter:
-    """A request hook: the values of `names` (and of the session's resolved headers) become secrets of the
-    session being recorded (`recording_status`)."""
+class _Lent:
+    """Lends a client to `sse_client` (which closes what its factory returns) without closing it."""
 
-    def __init__(self, names: tuple[str, ...]) -> None:
-        self.names = names
+    def __init__(self, client: httpx2.AsyncClient) -> None:
+        self.client = client
 
-    async def __call__(self, request: httpx2.Request) -> None:
-        sink = _STATUS_SINK.get()
-        if sink is None:
-            return
-        names = (*self.names, *(_CONNECTION_HEADERS.get() or ()))
-        found = secret_values(request.headers[name] for name in names if name in request.headers)
-        if not set(found).issubset(sink.secrets):
-            sink.secrets = tuple(dict.fromkeys((*sink.secrets, *found)))
+    def __call__(self, **_: Any) -> _Lent:
+        return self
+
+    async def __aenter__(self) -> httpx2.AsyncClient:
+        return self.client
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
 
 
 class _RedactingFilter(logging.Filter):
@@ -148,18 +242,16 @@ class _RedactingFilter(logging.Filter):
     reason phrase and headers)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        secrets = getattr(_STATUS_SINK.get(), "secrets", ())
-        if secrets:
+        scope = _SCOPE.get()
+        if scope is not None and scope[0].secrets:
             text = record.getMessage()
-            cleaned = redact(text, secrets)
+            cleaned = redact(text, scope[0].secrets)
             if cleaned != text:
                 record.msg, record.args = cleaned, ()
         return True
 
 
 _LOG_FILTER = _RedactingFilter()
-
-
 # A filter applies to the records of its own logger only, not to its children's.
 _HTTP_LOGGERS = (
     "httpx2",
@@ -169,66 +261,6 @@ _HTTP_LOGGERS = (
 
 def _redact_logs() -> None:
     for name in _HTTP_LOGGERS:
-        logger = logging.getLogger(name)
-        if _LOG_FILTER not in logger.filters:
-            logger.addFilter(_LOG_FILTER)
-
-
-async def _bound_body(limit: int | None, response: httpx2.Response) -> None:
-    import httpx2
-
-    stream = response.stream
-    # An event stream is bounded per event, by the SDK (`max_sse_event_size`).
-    events = response.headers.get("content-type", "").lower().startswith("text/event-stream")
-    if limit is not None and not events and isinstance(stream, httpx2.AsyncByteStream):
-        response.stream = _bounded_body_type()(stream, limit)
-
-
-async def _record_status(response: httpx2.Response) -> None:
-    sink = _STATUS_SINK.get()
-    if sink is not None and response.status_code >= 300:
-        sink.http_status = response.status_code
-        sink.http_reason = response.reason_phrase
-
-
-@contextlib.contextmanager
-def _setting(var: contextvars.ContextVar[Any], value: Any) -> Iterator[None]:
-    """`var` set to `value` for this block (and the tasks it starts)."""
-    token = var.set(value)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ValueError):  # exited in another context
-            var.reset(token)
-
-
-def recording_status(sink: Any) -> contextlib.AbstractContextManager[None]:
-    """Within this block (and the tasks it starts), HTTP error and redirect statuses are written to
-    `sink.http_status` and their reason phrase to `sink.http_reason`."""
-    if _STATUS_SINK.get() is sink:  # already recording there (a call inside its own session's block)
-        return contextlib.nullcontext()
-    return _setting(_STATUS_SINK, sink)
-
-
-@contextlib.asynccontextmanager
-async def connection_headers(server: HttpServer) -> AsyncIterator[None]:
-    """Resolve `server.headers` when it is a callable (sync or async) for the requests of this block.
-
-    A failure of the callable is a readable `MCPError` that never shows a header value.
-    """
-    make = server.headers
-    if not callable(make):
-        yield
-        return
-    try:
-        value = make()
-        if inspect.isawaitable(value):
-            value = await value
-        headers = {str(key): str(item) for key, item in dict(value or {}).items()}
-    except Exception as exc:
-        raise MCPError(
-            f"connecting to {server.describe()} failed: the headers callable raised {type(exc).__name__}",
-            server=server.describe(),
-        ) from exc
-    with _setting(_CONNECTION_HEADERS, headers):
-        yield
+        found = logging.getLogger(name)
+        if _LOG_FILTER not in found.filters:
+            found.addFilter(_LOG_FILTER)

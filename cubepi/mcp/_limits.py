@@ -1,37 +1,137 @@
-"""How much one response may hold: `max_response_bytes`, its default, its check and its error.
+"""How long and how much: the timeouts by phase, `max_duration`, `max_response_bytes`, and their errors.
 
-A server's response is read whole before it is parsed (the SDK parses a JSON-RPC message at once), so a
-server that sends an endless line, body or event would otherwise take the caller's memory with it. The
-readers cubepi owns (the stdio line reader in `_process`, the HTTP body stream in `_http`) count bytes as
-they arrive and stop at the limit; Streamable HTTP's SSE events use the SDK's own per-event bound.
+Every limit is per call, never per read. `timeout` bounds each phase (start-up, listing, a call that hears
+nothing), `startup_timeout` start-up alone, `max_duration` a whole call however much progress it reports;
+`max_response_bytes` one message a server sends, counted as it arrives by the readers of `_stdio` and
+`_http` (Streamable HTTP's events by the SDK's own per-event bound).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from ..errors import UserError
+from ..errors import MCPTimeoutError, UserError
 
 __all__ = [
+    "CLOSE_MARGIN",
+    "DEFAULT_MAX_DURATION",
     "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_TIMEOUT",
     "SAME_AS_SERVER",
+    "SAME_AS_TIMEOUT",
+    "Phase",
     "ResponseTooLarge",
+    "Timeouts",
     "check_response_bytes",
     "sse_limit_hit",
+    "timeout_error",
 ]
 
+Phase = Literal["startup", "initialize", "list", "call", "close"]
+
+DEFAULT_TIMEOUT = 30.0
+# The hard bound of one call, however much progress it reports: finite, so that no server can hold a
+# caller forever; None (given explicitly) lifts it.
+DEFAULT_MAX_DURATION = 600.0
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+# How long a call whose limit ran out waits for its session to close before it raises all the same (the
+# list's keeper goes on closing it).
+CLOSE_MARGIN = 0.05
 
 
-class _SameAsServer:
-    """The default of the loaders' `max_response_bytes`: the server config's own setting."""
+class _Default:
+    """A keyword default that means "the value of another setting" (its repr names it)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     def __repr__(self) -> str:
-        return "SAME_AS_SERVER"
+        return self.name
 
 
-SAME_AS_SERVER: Any = _SameAsServer()
+# `startup_timeout`'s default: the value of `timeout`; the loaders' `max_response_bytes`: the server's.
+SAME_AS_TIMEOUT: Any = _Default("SAME_AS_TIMEOUT")
+SAME_AS_SERVER: Any = _Default("SAME_AS_SERVER")
+
+
+def _seconds(name: str, value: float | None) -> float | None:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
+    ):
+        raise UserError(f"{name} must be a positive number of seconds or None, got {value!r}")
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Limits, in seconds (None: no limit), of each phase of a session.
+
+    `startup` bounds spawning / connecting plus ``initialize`` (or ``server/discover``); `list` a listing;
+    `call` a request that hears nothing: each progress notification pushes the deadline back by `call`,
+    and `max_duration` caps the call however much progress arrives.
+    """
+
+    startup: float | None = DEFAULT_TIMEOUT
+    list: float | None = DEFAULT_TIMEOUT
+    call: float | None = DEFAULT_TIMEOUT
+    max_duration: float | None = DEFAULT_MAX_DURATION
+    startup_keyword: str = "timeout"  # the keyword that set `startup`, for error messages
+
+    @classmethod
+    def from_options(
+        cls,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        startup_timeout: float | None = SAME_AS_TIMEOUT,
+        max_duration: float | None = DEFAULT_MAX_DURATION,
+    ) -> Timeouts:
+        """What the loaders' `timeout`, `startup_timeout` (default: `timeout`) and `max_duration` mean."""
+        value = _seconds("timeout", timeout)
+        if startup_timeout is SAME_AS_TIMEOUT:
+            startup, keyword = value, "timeout"
+        else:
+            startup, keyword = _seconds("startup_timeout", startup_timeout), "startup_timeout"
+        return cls(startup, value, value, _seconds("max_duration", max_duration), keyword)
+
+    def of(self, phase: Phase) -> float | None:
+        if phase in ("startup", "initialize"):
+            return self.startup
+        return self.list if phase == "list" else self.call if phase == "call" else None
+
+
+def timeout_error(
+    timeouts: Timeouts,
+    server: str,
+    phase: Phase,
+    limit: float,
+    *,
+    tool_name: str | None = None,
+    what: str = "timeout",
+) -> MCPTimeoutError:
+    """The `MCPTimeoutError` of `phase`, naming the limit that ran out and the keyword that sets it."""
+    if phase == "call" and tool_name:
+        action = f"calling tool {tool_name!r} on {server}"
+    else:
+        verb = {"initialize": "initializing", "list": "listing the tools of", "startup": "starting"}
+        action = f"{verb.get(phase, phase)} {server}"
+    if what == "max_duration":
+        text = (
+            f"{action} ran past max_duration={limit:g} s (phase: {phase}); raise max_duration for longer "
+            "calls (None: no limit)"
+        )
+    elif phase == "call":
+        text = f"{action} timed out: no result or progress for {limit:g} s (timeout; phase: {phase})"
+    elif phase in ("startup", "initialize"):
+        keyword = timeouts.startup_keyword
+        if keyword == "timeout":
+            advice = "timeout also bounds start-up: raise it, or give startup_timeout for start-up alone"
+        else:
+            advice = "raise startup_timeout for a slower start"
+        text = f"{action} timed out after {limit:g} s ({keyword}; phase: {phase}); {advice}"
+    else:
+        text = f"{action} timed out after {limit:g} s (timeout; phase: {phase})"
+    return MCPTimeoutError(text, phase=phase, limit=limit, tool_name=tool_name, server=server)
 
 
 def check_response_bytes(value: object) -> int | None:
@@ -61,7 +161,8 @@ class ResponseTooLarge(Exception):
         )
 
 
-# The message of the SDK's (httpx2's) SSE event bound, which cubepi sets to `max_response_bytes`.
+# The message of httpx2's SSE event bound (which cubepi sets to `max_response_bytes`); the SDK passes it
+# on as text only. Pinned by tests/mcp/test_sdk_wording.py.
 _SSE_LIMIT = re.compile(r"event exceeded the (\d+) byte limit")
 
 

@@ -1,47 +1,43 @@
 """The loaders: list a server's tools (one short session) and return one `AgentTool` per tool.
 
-A loaded list lists its server again on `refresh()` with the same policies, through the same machinery
-(a stateless session, or the live connection), and keeps the listing's cache hints (`ttlMs`).
+A loaded list lists its server again on `refresh()` with the same policies, through the same runner
+(stateless sessions, or the live connection), and keeps the listing's cache hints (``ttlMs``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from ._call import run_stateless
-from ._connection import MCPConnection, run_on
+from ..tools import ensure_unique_names
+from ._connection import MCPConnection
 from ._input import with_defaults
-from ._limits import DEFAULT_MAX_RESPONSE_BYTES, SAME_AS_SERVER, check_response_bytes
-from ._logs import server_logs
-from ._open import open_session
-from ._policies import (
-    DEFAULT_MAX_CONCURRENCY,
-    PREFIX_SEPARATOR,
-    ApprovalSetting,
-    Policies,
-    ResultRenderer,
-    RetrySetting,
+from ._limits import (
+    DEFAULT_MAX_DURATION,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    SAME_AS_SERVER,
+    SAME_AS_TIMEOUT,
+    Timeouts,
+    check_response_bytes,
 )
-from ._servers import Headers, HttpServer, HttpTransport, ProtocolSetting, StderrCallback, StdioServer
-from ._session import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Endpoint, Protocol, Session, Timeouts
-from ._tasks import Tasks, advertised
-from ._tool import ToolCaller, stateless_caller, tool_spec
-from ._toollist import Listing, MCPToolList, guard, prepare_resources
+from ._logs import server_logs
+from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
+from ._protocol import ProtocolSetting, needs_definition
+from ._servers import Headers, HttpServer, HttpTransport, StderrCallback, StdioServer
+from ._session import list_tools
+from ._tool import Runner, Stateless, build_tool, tool_spec
+from ._toollist import Listing, MCPToolList
 
 if TYPE_CHECKING:
     import httpx2
-    from mcp import ClientSession
-    from mcp import types as mcp_types
     from mcp.client.session import ElicitationFnT
     from mcp.types import LoggingLevel
 
-__all__ = ["load_mcp_tools", "load_mcp_tools_http", "load_mcp_tools_stdio"]
+__all__ = ["Lister", "load_mcp_tools", "load_mcp_tools_http", "load_mcp_tools_stdio"]
 
 
 async def load_mcp_tools(
@@ -87,7 +83,8 @@ async def load_mcp_tools(
     the one the tools use.
 
     The list's calls share one HTTP client; ``prespawn=True`` (stdio) keeps one spare server started and
-    initialized for the next call. `aclose()` (or ``async with``) releases both; closing is optional.
+    initialized for the next call. `aclose()` (or ``async with``) releases both, and waits for sessions
+    still closing; closing is optional (see `MCPToolList`).
 
     `server` may also be a live connection (``async with server.connect() as conn:``): the tools then call
     over it, never close it, and raise `UserError` once its block has ended.
@@ -118,6 +115,8 @@ async def load_mcp_tools(
     """
     if not isinstance(tasks, bool):
         raise UserError(f"tasks must be True or False, got {tasks!r}")
+    if not isinstance(prespawn, bool):
+        raise UserError(f"prespawn must be True or False, got {prespawn!r}")
     policies = Policies.create(
         prefix=prefix,
         include=include,
@@ -128,6 +127,7 @@ async def load_mcp_tools(
         needs_approval=needs_approval,
         max_concurrency=max_concurrency,
     )
+    timeouts = Timeouts.from_options(timeout, startup_timeout, max_duration)
     if isinstance(server, MCPConnection):
         if elicitation_callback is not None or log_level is not None:
             raise UserError(
@@ -138,143 +138,84 @@ async def load_mcp_tools(
             raise UserError("prespawn=True applies to stateless stdio tools, not to a live connection")
         if max_response_bytes is not SAME_AS_SERVER:
             raise UserError("a connection's max_response_bytes goes to its server config")
-        return await _load_from_connection(
-            server, policies, Timeouts.from_options(timeout, startup_timeout, max_duration), max_concurrency
-        )
+        # On a connection, calls multiplex over one session: only an explicit max_concurrency limits them.
+        limit = None if max_concurrency is DEFAULT_MAX_CONCURRENCY else policies.max_concurrency
+        return await server.load(Lister(server.runner(timeouts, limit), policies))
     if not isinstance(server, (StdioServer, HttpServer)):
         raise UserError(
             "load_mcp_tools takes a StdioServer or an HttpServer (or a connection from server.connect()), "
             f"got {type(server).__name__}"
         )
+    if prespawn and server.kind != "stdio":
+        raise UserError("prespawn=True applies to stdio servers (an HTTP server has no process to start)")
     if max_response_bytes is not SAME_AS_SERVER:
-        limit = check_response_bytes(max_response_bytes)
-        server = dataclasses.replace(server, max_response_bytes=limit)
-    endpoint = Endpoint(
-        server,
-        Timeouts.from_options(timeout, startup_timeout, max_duration),
-        tasks=Tasks(open_session) if tasks else None,
-    )
+        server = dataclasses.replace(server, max_response_bytes=check_response_bytes(max_response_bytes))
+    server.check_travelled()
+    callbacks: dict[str, Any] = {}
     if elicitation_callback is not None:
         if not callable(elicitation_callback):
             raise UserError("elicitation_callback must be an async function (context, params) -> result")
-        endpoint.callbacks["elicitation_callback"] = with_defaults(elicitation_callback)
+        callbacks["elicitation_callback"] = with_defaults(elicitation_callback)
     if log_level is not None:
-        endpoint.callbacks.update(log_level=log_level, logging_callback=server_logs(server.describe()))
-
-    resources = prepare_resources(endpoint, prespawn=prespawn)
-    if endpoint.tasks is not None:
-        resources.closing.append(endpoint.tasks.cancel_all)
-    lister = _Lister(
-        policies,
-        stateless_caller(endpoint),
-        origin=server.describe(),
-        run=functools.partial(run_stateless, endpoint),
+        callbacks.update(log_level=log_level, logging_callback=server_logs(server.describe()))
+    runner = Stateless(
+        server,
+        timeouts,
+        callbacks=callbacks,
+        tasks=tasks,
+        prespawn=prespawn,
+        max_concurrency=policies.max_concurrency,
     )
-
-    async def listed() -> Listing:
+    lister = Lister(runner, policies)
+    try:
         listing = await lister.list(strict=True)
-        if endpoint.tasks is not None and advertised(endpoint.protocol):  # before a spare opens: it consents
-            endpoint.callbacks.update(endpoint.tasks.session_kwargs())
-        return listing
-
-    listing = await guard(resources, listed())
-    return MCPToolList.from_listing(listing, lister.relist, resources=resources)
-
-
-async def _load_from_connection(
-    conn: MCPConnection, policies: Policies, timeouts: Timeouts, max_concurrency: int | None
-) -> MCPToolList:
-    endpoint = conn.endpoint_for(timeouts)
-    lister = _Lister(
-        policies,
-        conn.caller(endpoint),
-        origin=conn.describe(),
-        run=functools.partial(run_on, conn, endpoint=endpoint, phase="list"),
-        # On a connection, calls multiplex over one session: only an explicit max_concurrency limits them.
-        concurrency=max_concurrency is not DEFAULT_MAX_CONCURRENCY,
-    )
-    tools = MCPToolList.from_listing(await lister.list(strict=True), lister.relist)
-    await conn.follow(tools)
-    return tools
-
-
-_Listed: TypeAlias = "tuple[list[mcp_types.Tool], float | None]"
+        if prespawn:  # the first spare starts once the tools are listed: loading takes the server's time only
+            await runner.shared.prime(runner.spare_opening)
+    except BaseException:
+        await runner.shared.aclose()
+        raise
+    return MCPToolList.from_listing(listing, lister.relist, shared=runner.shared)
 
 
 @dataclasses.dataclass
-class _Lister:
-    """Lists a server's tools and builds them with one list's policies: at load, and at each refresh.
+class Lister:
+    """Lists a server's tools through `runner` and builds them with one list's policies: at load, and at
+    each refresh."""
 
-    `run` runs the listing on a session: a stateless one (`run_stateless`) or the live connection's.
-    """
-
+    runner: Runner
     policies: Policies
-    call: ToolCaller
-    origin: str
-    run: Callable[[Callable[[Session], Awaitable[_Listed]]], Awaitable[_Listed]]
-    concurrency: bool = True
 
     async def list(self, *, strict: bool) -> Listing:
         """The server's tools now. `strict` (at load): `include` / `exclude` / `retries` may name only
         tools the server offers; later a tool the server dropped is no longer an error."""
-        listed, fresh_until = await self.run(_list_with_hints)
+        started = time.monotonic()
+        listed, ttl = await self.runner.request(list_tools)
+        self.runner.remember({tool.name: tool for tool in listed if needs_definition(tool)})
+        return self.build(listed, strict=strict, fresh_until=_fresh_until(ttl, started))
+
+    def build(
+        self, listed: Iterable[Any], *, strict: bool = True, fresh_until: float | None = None
+    ) -> Listing:
+        """The tools of a listing (SDK `Tool`s or their dicts), built with the policies."""
         specs = [tool_spec(item) for item in listed]
-        policies = self.policies if strict else _offered_only(self.policies, [s["name"] for s in specs])
-        tools = policies.build(specs, self.call, origin=self.origin, concurrency=self.concurrency)
-        prefix = self.policies.prefix
-        by_name = {f"{prefix}{PREFIX_SEPARATOR}{s['name']}" if prefix else s["name"]: s for s in specs}
-        return Listing(tools, {tool.name: by_name[tool.name] for tool in tools}, fresh_until)
+        policies = self.policies if strict else self.policies.offered_only(s["name"] for s in specs)
+        chosen = policies.select(specs, self.runner.describe())
+        tools = [build_tool(spec, self.runner, policies, name=name) for name, spec in chosen]
+        ensure_unique_names(tools)
+        return Listing(tools, dict(chosen), fresh_until)
 
     async def relist(self) -> Listing:
         return await self.list(strict=False)
 
 
-def _offered_only(policies: Policies, offered: Iterable[str]) -> Policies:
-    """`policies` with the tool names it gives cut down to those the server offers now."""
-    names = frozenset(offered)
-    retries = policies.retries
-    if isinstance(retries, Mapping):
-        retries = {name: count for name, count in retries.items() if name in names}
-    return dataclasses.replace(
-        policies,
-        include=None if policies.include is None else policies.include & names,
-        exclude=None if policies.exclude is None else policies.exclude & names,
-        retries=retries,
-    )
+def _fresh_until(ttl_ms: int | None, started: float) -> float | None:
+    """When a listing goes stale (``time.monotonic()``): its shortest page ``ttlMs`` (capped as the SDK
+    caps it) after `started`. Hints count on the 2026-07-28 revision only. ``cacheScope`` decides who
+    else may reuse a listing: a list is one client with one set of credentials, so both scopes are
+    fresh for it."""
+    from mcp.client.caching import MAX_TTL_MS
 
-
-async def _list_with_hints(session: Session) -> _Listed:
-    """Every tool the server lists, and until when (``time.monotonic()``) its cache hints say the listing
-    stays fresh (None: at once)."""
-    pages = _Pages(session.client)
-    started = time.monotonic()
-    listed = await Session(cast("ClientSession", pages), session.endpoint, session.attempt).list_tools()
-    return listed, pages.fresh_until(session.endpoint.protocol, started)
-
-
-class _Pages:
-    """Stands in for a `ClientSession` in `Session.list_tools` and keeps the pages of the listing, whose
-    ``ttlMs`` / ``cacheScope`` the session's list of tools leaves out."""
-
-    def __init__(self, client: ClientSession) -> None:
-        self._client = client
-        self.pages: list[mcp_types.ListToolsResult] = []
-
-    async def list_tools(self, **options: Any) -> mcp_types.ListToolsResult:
-        page = await self._client.list_tools(**options)
-        self.pages.append(page)
-        return page
-
-    def fresh_until(self, protocol: Protocol | None, started: float) -> float | None:
-        """When the listing goes stale: its shortest page ``ttlMs`` (capped as the SDK caps it) after
-        `started`. Hints count on the 2026-07-28 revision only. ``cacheScope`` decides who else may reuse
-        a listing: a list is one client with one set of credentials, so both scopes are fresh for it."""
-        from mcp.client.caching import MAX_TTL_MS
-
-        if protocol is None or not protocol.stateless or not self.pages:
-            return None
-        ttl = min(page.ttl_ms if "ttl_ms" in page.model_fields_set else 0 for page in self.pages)
-        return started + min(ttl, MAX_TTL_MS) / 1000 if ttl > 0 else None
+    return started + min(ttl_ms, MAX_TTL_MS) / 1000 if ttl_ms else None
 
 
 async def load_mcp_tools_stdio(

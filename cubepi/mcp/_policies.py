@@ -1,39 +1,26 @@
 """Policies the loaders apply to each tool: naming, selection, retries, output, approval, concurrency.
 
 Every policy is a keyword argument of `load_mcp_tools`, `load_mcp_tools_stdio` and `load_mcp_tools_http`.
-`Policies.create(...)` checks them all before anything connects; `Policies.build(listed, call, origin=...)`
-turns the server's listing into `AgentTool`s: retries, the concurrency limit and the call timeout wrap the
-`call`, the renderer and `max_output_chars` wrap `render_mcp_content`.
+`Policies` is data: `Policies.create(...)` checks them all before anything connects; the loader selects
+and names the listed tools with it (`select`); each call applies the rest in one place (`_tool.MCPRun`):
+the concurrency limit, `retry_count` retries, and `render` (the renderer, then `max_output_chars`).
 """
 
 from __future__ import annotations
 
-import logging
-import weakref
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-import anyio
-import anyio.lowlevel
 from pydantic import BaseModel
 
-from ..errors import MCPError, MCPTimeoutError, UserError
-from ..tools import (
-    AgentTool,
-    AgentToolResult,
-    Content,
-    ImageContent,
-    TextContent,
-    UpdateCallback,
-    ensure_unique_names,
-)
+from ..errors import UserError
+from ..tools import AgentToolResult, Content, ImageContent, TextContent
 from ._content import render_mcp_content
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
-
-    from ._tool import ToolCaller
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
@@ -45,13 +32,8 @@ __all__ = [
     "is_retry_safe",
 ]
 
-logger = logging.getLogger("cubepi.mcp")
-
 PREFIX_SEPARATOR = "__"
 DEFAULT_MAX_CONCURRENCY = 8
-# Pause before retry n (1-based): RETRY_BACKOFF * 2**(n-1), at most RETRY_BACKOFF_MAX seconds.
-RETRY_BACKOFF = 0.1
-RETRY_BACKOFF_MAX = 2.0
 
 # `retries`: a count for tools whose annotations mark them safe to repeat; a count per raw tool name
 # (annotations ignored); or a function of (raw name, annotations) returning the count.
@@ -114,9 +96,6 @@ class Policies:
     result_renderer: ResultRenderer | None = None
     needs_approval: ApprovalSetting = False
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY
-    _limiters: weakref.WeakKeyDictionary[Any, anyio.CapacityLimiter] = field(
-        default_factory=weakref.WeakKeyDictionary, repr=False, compare=False
-    )
 
     @classmethod
     def create(
@@ -167,47 +146,40 @@ class Policies:
             max_concurrency=max_concurrency,
         )
 
-    # -- building ------------------------------------------------------------------------------------------
+    # -- selecting and naming -------------------------------------------------------------------------------
 
-    def build(
-        self,
-        specs: Iterable[Mapping[str, Any]],
-        call: ToolCaller,
-        *,
-        origin: str,
-        concurrency: bool = True,
-    ) -> list[AgentTool]:
-        """The tools of a listing (tool definitions as dicts), with every policy applied.
+    def select(self, specs: Iterable[Mapping[str, Any]], origin: str) -> list[tuple[str, Mapping[str, Any]]]:
+        """The listed tools to build, each with its name for the model (the prefix applied), in order.
 
-        `concurrency=False` (tools on a live connection) leaves out the stateless-call limit.
+        Raises `UserError` when `include`, `exclude` or `retries` names a tool the server does not offer.
         """
-        from ._tool import build_tool
-
         listed = list(specs)
         offered = [str(spec["name"]) for spec in listed]
         self._check_known(offered, origin)
-        limited = self._limited(call) if concurrency and self.max_concurrency is not None else call
-        tools: list[AgentTool] = []
-        for spec in listed:
-            raw = str(spec["name"])
-            if self.include is not None and raw not in self.include:
-                continue
-            if self.exclude is not None and raw in self.exclude:
-                continue
-            annotations = spec.get("annotations")
-            annotations = annotations if isinstance(annotations, Mapping) else None
-            tools.append(
-                build_tool(
-                    spec,
-                    self._retrying(limited, self._retry_count(raw, annotations)),
-                    origin=origin,
-                    name=f"{self.prefix}{PREFIX_SEPARATOR}{raw}" if self.prefix else raw,
-                    render=self.render,
-                    needs_approval=self._approval(annotations),
-                )
-            )
-        ensure_unique_names(tools)
-        return tools
+        chosen = [
+            spec
+            for spec in listed
+            if (self.include is None or spec["name"] in self.include)
+            and (self.exclude is None or spec["name"] not in self.exclude)
+        ]
+        return [(self.name_of(str(spec["name"])), spec) for spec in chosen]
+
+    def name_of(self, raw: str) -> str:
+        return f"{self.prefix}{PREFIX_SEPARATOR}{raw}" if self.prefix else raw
+
+    def offered_only(self, offered: Iterable[str]) -> Policies:
+        """These policies with the tool names they give cut down to those the server offers now (a
+        refresh: a tool the server dropped is no longer an error)."""
+        names = frozenset(offered)
+        retries = self.retries
+        if isinstance(retries, Mapping):
+            retries = {name: count for name, count in retries.items() if name in names}
+        return dataclasses.replace(
+            self,
+            include=None if self.include is None else self.include & names,
+            exclude=None if self.exclude is None else self.exclude & names,
+            retries=retries,
+        )
 
     def _check_known(self, offered: Sequence[str], origin: str) -> None:
         checks: list[tuple[str, Iterable[str]]] = [
@@ -226,7 +198,7 @@ class Policies:
                     f"it offers: {listing} (use the server's names, without the prefix)"
                 )
 
-    def _retry_count(self, raw: str, annotations: Mapping[str, Any] | None) -> int:
+    def retry_count(self, raw: str, annotations: Mapping[str, Any] | None) -> int:
         setting = self.retries
         if isinstance(setting, Mapping):
             return int(setting.get(raw, 0))
@@ -234,37 +206,10 @@ class Policies:
             return _count(f"retries({raw!r}, ...)", setting(raw, dict(annotations or {})))
         return setting if is_retry_safe(annotations) else 0
 
-    def _approval(self, annotations: Mapping[str, Any] | None) -> bool | Callable[[BaseModel], bool]:
+    def approval(self, annotations: Mapping[str, Any] | None) -> bool | Callable[[BaseModel], bool]:
         if self.needs_approval == "destructive":
             return is_destructive(annotations)
         return self.needs_approval
-
-    # -- calling -------------------------------------------------------------------------------------------
-
-    def limiter(self) -> anyio.CapacityLimiter:
-        """The limiter of the running event loop: a list's calls in one loop share it."""
-        loop = anyio.lowlevel.current_token().native_token
-        found = self._limiters.get(loop)
-        if found is None:
-            assert self.max_concurrency is not None
-            found = self._limiters[loop] = anyio.CapacityLimiter(self.max_concurrency)
-        return found
-
-    def _limited(self, call: ToolCaller) -> ToolCaller:
-        return _Limited(self, call)
-
-    @staticmethod
-    def _retrying(call: ToolCaller, retries: int) -> ToolCaller:
-        return _Retrying(call, retries) if retries > 0 else call
-
-    def __getstate__(self) -> dict[str, Any]:
-        """The policies travel; the limiters (one per event loop) are made again where calls run."""
-        state = dict(self.__dict__)
-        del state["_limiters"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, _limiters=weakref.WeakKeyDictionary())
 
     # -- rendering -----------------------------------------------------------------------------------------
 
@@ -280,50 +225,6 @@ class Policies:
         if self.max_output_chars is not None:
             result = _clip_result(result, self.max_output_chars, already_cut=None)
         return result
-
-
-@dataclass
-class _Limited:
-    """`call` under the list's concurrency limit (objects, not closures, so that tools pickle)."""
-
-    policies: Policies
-    call: ToolCaller
-
-    async def __call__(self, name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
-        limiter = self.policies.limiter()
-        try:  # a free slot is taken without a trip through the event loop
-            limiter.acquire_nowait()
-        except anyio.WouldBlock:
-            await limiter.acquire()
-        try:
-            return await self.call(name, arguments, on_update)
-        finally:
-            limiter.release()
-
-
-@dataclass
-class _Retrying:
-    """`call` sent again up to `retries` times after a transport failure (never after a call timeout)."""
-
-    call: ToolCaller
-    retries: int
-
-    async def __call__(self, name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
-        retries = self.retries
-        for attempt in range(retries + 1):
-            try:
-                return await self.call(name, arguments, on_update)
-            except MCPTimeoutError as exc:
-                if exc.phase == "call" or attempt == retries:
-                    raise  # a slow tool is not retried: it would double the wait
-                error: MCPError = exc
-            except MCPError as exc:
-                if attempt == retries:
-                    raise
-                error = exc
-            logger.info("retrying tool %r (retry %d of %d) after: %s", name, attempt + 1, retries, error)
-            await anyio.sleep(min(RETRY_BACKOFF * 2**attempt, RETRY_BACKOFF_MAX))
-        raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _as_result(rendered: Any, raw: Any) -> AgentToolResult:

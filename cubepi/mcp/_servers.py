@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import pickle
 import shlex
@@ -14,8 +13,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
 from ._connection import MCPConnection, ToolsChangedCallback
-from ._limits import DEFAULT_MAX_RESPONSE_BYTES, check_response_bytes
-from ._session import SAME_AS_TIMEOUT
+from ._limits import DEFAULT_MAX_RESPONSE_BYTES, SAME_AS_TIMEOUT, check_response_bytes
+from ._protocol import ProtocolSetting, check_protocol
+from ._stdio import ENV_PASSTHROUGH
 
 if TYPE_CHECKING:
     import httpx2
@@ -38,45 +38,12 @@ __all__ = [
     "StdioServer",
 ]
 
-# Parent variables a stdio server gets on top of the SDK's safe default (PATH, HOME, ...): proxies, CA
-# bundles, locale and temp dir, without which `npx` / `uvx` break behind a proxy. No tokens, no keys.
-ENV_PASSTHROUGH: tuple[str, ...] = (
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "REQUESTS_CA_BUNDLE",
-    "NODE_EXTRA_CA_CERTS",
-    "LANG",
-    "LC_*",
-    "TMPDIR",
-)
-
 StderrCallback: TypeAlias = Callable[[str], Any]
 # Static headers, or a callable giving fresh ones for each connection (rotating tokens); may be async.
 Headers: TypeAlias = Mapping[str, str] | Callable[[], Any]
 
 HttpTransport: TypeAlias = Literal["auto", "streamable-http", "sse"]
 _TRANSPORTS = ("auto", "streamable-http", "sse")
-
-# "auto": ``server/discover``, else the handshake; "legacy": always the handshake; or a 2026-07-28+
-# revision to pin (no probe).
-ProtocolSetting: TypeAlias = Literal["auto", "legacy"] | str
-
-
-def _check_protocol(value: object) -> None:
-    if value in ("auto", "legacy"):
-        return
-    from ._sdk import modern_versions
-
-    modern = modern_versions()
-    if not isinstance(value, str) or (modern is not None and value not in modern):
-        known = ", ".join(repr(v) for v in ("auto", "legacy", *(modern or ())))
-        raise UserError(f"protocol must be one of {known}; got {value!r}")
 
 
 class LeftBehind:
@@ -233,7 +200,7 @@ class StdioServer(_Connectable):
     _LIVE_SETTINGS: ClassVar[tuple[str, ...]] = ("on_stderr",)
 
     def __post_init__(self) -> None:
-        _check_protocol(self.protocol)
+        check_protocol(self.protocol)
         check_response_bytes(self.max_response_bytes)
         if not isinstance(self.command, str) or not self.command:
             raise UserError(f"StdioServer needs a command, got {self.command!r}")
@@ -249,16 +216,9 @@ class StdioServer(_Connectable):
 
     def environment(self) -> dict[str, str]:
         """The environment the server process gets (see the class docstring)."""
-        if self.inherit_env:
-            base = dict(os.environ)
-        else:
-            from mcp.client.stdio import get_default_environment
+        from ._stdio import environment
 
-            base = get_default_environment()
-            for key, value in os.environ.items():
-                if any(fnmatch.fnmatchcase(key, pattern) for pattern in ENV_PASSTHROUGH):
-                    base.setdefault(key, value)
-        return {**base, **(self.env or {})}
+        return environment(self)
 
     def describe(self) -> str:
         """A secret-free one-line description (used in errors and as the tools' origin)."""
@@ -302,7 +262,7 @@ class HttpServer(_Connectable):
     _LIVE_SETTINGS: ClassVar[tuple[str, ...]] = ("headers", "auth")
 
     def __post_init__(self) -> None:
-        _check_protocol(self.protocol)
+        check_protocol(self.protocol)
         check_response_bytes(self.max_response_bytes)
         if not isinstance(self.url, str) or not self.url.startswith(("http://", "https://")):
             raise UserError(f"HttpServer needs an http:// or https:// URL, got {_safe_url(str(self.url))!r}")

@@ -1,9 +1,9 @@
-"""One MCP session's data and its phase-bounded requests: timeouts, the protocol found, errors.
+"""One timed session: opened ready in either era over any transport, and its requests, bounded by phase.
 
-`Endpoint` is what the calls to one server share: the server, its timeouts, the HTTP transport and the
-protocol found for it (`Protocol`: a 2026-07-28 ``server/discover`` result, or the handshake era).
-`Attempt` keeps what an error report needs (phase reached, stderr tail, exit code, HTTP status); `Session`
-wraps a ready SDK `ClientSession` with cubepi's phase timeouts for ``tools/list`` and ``tools/call``.
+`open_session` enters the transport (`_stdio` or `_http`) and the SDK's `ClientSession` and starts the
+protocol (`_protocol.start`: adopt a discover result, ``initialize``, or negotiate), all within the start-up
+limit; it yields a `Session`. `call_tool` and `list_tools` are its requests, each bounded by its phase's
+timeout (a call: by silence, pushed back by progress, capped by `max_duration`).
 """
 
 from __future__ import annotations
@@ -13,493 +13,299 @@ import functools
 import inspect
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-import anyio.lowlevel
 
-from ..errors import MCPError, MCPTimeoutError, UserError
+from ..errors import MCPError
 from ..tools import ToolUpdate, UpdateCallback
 from . import _errors
-from ._http import recording_status
+from ._http import HttpKind, open_http, recording, resolve_headers
 from ._input import missing_input_hint
-from ._process import ProcessInfo
-from ._redact import redact
-from ._stderr import StderrCapture
-from ._tasks import Tasks, legacy_task_hint, runs_only_as_task, with_legacy_task_hint
+from ._limits import Timeouts, timeout_error
+from ._protocol import Learned, Protocol, Transport, adopts, start
+from ._stdio import StdioProcess, open_stdio
 
 if TYPE_CHECKING:
+    import httpx2
     from mcp import ClientSession
     from mcp import types as mcp_types
+    from mcp.client.stdio import StdioServerParameters
     from mcp.shared.dispatcher import ProgressFnT
 
+    from ._errors import Attempt
     from ._servers import Server
-    from ._toollist import ToolListResources
+    from ._tasks import TaskWatch
 
-__all__ = [
-    "CLOSE_MARGIN",
-    "DEFAULT_MAX_DURATION",
-    "DEFAULT_TIMEOUT",
-    "SAME_AS_TIMEOUT",
-    "UNSUPPORTED_PROTOCOL_VERSION",
-    "Attempt",
-    "Endpoint",
-    "Interrupted",
-    "Phase",
-    "Protocol",
-    "Session",
-    "Timeouts",
-    "timeout_error",
-]
+__all__ = ["INPUT_ROUNDS", "Interrupted", "Session", "call_tool", "list_tools", "open_session"]
 
 T = TypeVar("T")
 logger = logging.getLogger("cubepi.mcp")
-Phase = Literal["startup", "initialize", "list", "call", "close"]
-
-DEFAULT_TIMEOUT = 30.0
-# The hard bound of one call, however much progress it reports: finite, so that no server can hold a
-# caller forever; None (given explicitly) lifts it.
-DEFAULT_MAX_DURATION = 600.0
-UNSUPPORTED_PROTOCOL_VERSION = -32022
 REQUEST_TIMEOUT = -32001
-# How long a call whose limit ran out waits for its session to close before it raises all the same (the
-# closing goes on in the background, owned by the list).
-CLOSE_MARGIN = 0.05
 # How many times a 2026-07-28 call may be sent again with the input its server asked for.
 INPUT_ROUNDS = 10
 
 
-@functools.cache
-def _call_result() -> Any:
-    """The result type of ``tools/call``: a result, or (2026-07-28) a request for input."""
-    from mcp import types
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(types.CallToolResult | types.InputRequiredResult)
+class Interrupted(Exception):
+    """Raised out of `open_session` when its `opening` scope was cancelled (the caller went away while
+    the session started): the caller's cancellation is delivered in its place."""
 
 
-class _SameAsTimeout:
-    """The default of `startup_timeout`: the value of `timeout`."""
+@dataclass
+class Session:
+    """A ready SDK session, what it speaks, and what its requests need.
 
-    def __repr__(self) -> str:
-        return "SAME_AS_TIMEOUT"
-
-
-SAME_AS_TIMEOUT: Any = _SameAsTimeout()
-
-
-def _seconds(name: str, value: float | None) -> float | None:
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
-    ):
-        raise UserError(f"{name} must be a positive number of seconds or None, got {value!r}")
-    return None if value is None else float(value)
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    """Limits, in seconds (None: no limit), of each phase of a session.
-
-    `startup` bounds spawning / connecting plus ``initialize`` (or ``server/discover``); `list` the whole
-    listing; `call` a ``tools/call`` with no progress: each progress notification the server sends pushes
-    the call's deadline back by `call`, and `max_duration` (default ten minutes; None: no bound) caps the
-    call however much progress arrives.
+    `starting` is the start-up limit of a new 2026-07-28 stdio process not heard from yet: its first
+    request's deadline includes it (see `_Deadline`). `definitions` are the listed tools whose calls need
+    their definition; `tasks` the list's `TaskWatch` (when it consents to tasks); `sibling` opens another
+    fresh session to the same server (HTTP), for a task's polls.
     """
 
-    startup: float | None = DEFAULT_TIMEOUT
-    list: float | None = DEFAULT_TIMEOUT
-    call: float | None = DEFAULT_TIMEOUT
-    max_duration: float | None = DEFAULT_MAX_DURATION
-    startup_keyword: str = "timeout"  # the keyword that set `startup`, for error messages
-
-    @classmethod
-    def from_options(
-        cls,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        startup_timeout: float | None = SAME_AS_TIMEOUT,
-        max_duration: float | None = DEFAULT_MAX_DURATION,
-    ) -> Timeouts:
-        """What the loaders' `timeout`, `startup_timeout` (default: `timeout`) and `max_duration` mean."""
-        value = _seconds("timeout", timeout)
-        if startup_timeout is SAME_AS_TIMEOUT:
-            startup, keyword = value, "timeout"
-        else:
-            startup, keyword = _seconds("startup_timeout", startup_timeout), "startup_timeout"
-        return cls(
-            startup=startup,
-            list=value,
-            call=value,
-            max_duration=_seconds("max_duration", max_duration),
-            startup_keyword=keyword,
-        )
-
-    def of(self, phase: Phase) -> float | None:
-        if phase in ("startup", "initialize"):
-            return self.startup
-        if phase == "list":
-            return self.list
-        if phase == "call":
-            return self.call
-        return None
+    client: ClientSession
+    protocol: Protocol
+    transport: Transport
+    attempt: Attempt
+    timeouts: Timeouts
+    server: str
+    definitions: Mapping[str, mcp_types.Tool] = field(default_factory=dict)
+    tasks: TaskWatch | None = None
+    sibling: Callable[[], contextlib.AbstractAsyncContextManager[ClientSession]] | None = None
+    starting: float | None = None
+    headers: dict[str, str] | None = field(default=None, repr=False)  # a callable's, for this session
 
 
-@dataclass(frozen=True)
-class Protocol:
-    """The protocol a server speaks, found once: a 2026-07-28 discover result, or the handshake era."""
+@contextlib.asynccontextmanager
+async def open_session(
+    server: Server,
+    timeouts: Timeouts,
+    learned: Learned,
+    attempt: Attempt,
+    kwargs: Mapping[str, Any],
+    *,
+    launch: StdioServerParameters | None = None,
+    client: httpx2.AsyncClient | None = None,
+    opening: anyio.CancelScope | None = None,
+) -> AsyncIterator[Session]:
+    """A fresh transport and a ready session to `server`, closed when the block ends.
 
-    version: str
-    discover: mcp_types.DiscoverResult | None = None
+    `launch` (stdio) is what spawning takes (`_stdio.launch_parameters`); `client` (HTTP) the list's shared
+    client, else one is made for the block. An ``"auto"`` HTTP server whose transport is not known yet is
+    tried over Streamable HTTP first; a 4xx (not 401 / 403) to it means an SSE-only server. Cancelling
+    `opening` stops the start-up (the session then closes and `Interrupted` is raised). `kwargs` go to
+    the SDK's `ClientSession`. Exceptions come out raw; the caller translates them.
+    """
+    from mcp import ClientSession
 
-    @property
-    def stateless(self) -> bool:
-        """True on the 2026-07-28 revision: a call is one request, with no handshake."""
-        return self.discover is not None
-
-
-@dataclass
-class Endpoint:
-    """The server behind one loaded tool list, and what its calls share (transport and protocol found)."""
-
-    server: Server
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    http_transport: Literal["streamable-http", "sse"] | None = None
-    protocol: Protocol | None = None
-    # The listed tools whose calls need their definition (`_needs_definition`): a fresh 2026-07-28 session
-    # learns it from here, so that the SDK sends `Mcp-Param-*` headers; a task-only tool's error names why.
-    listed: dict[str, mcp_types.Tool] = field(default_factory=dict, repr=False, compare=False)
-    # Callbacks every session to this server gets (the SDK's `ClientSession` keywords).
-    callbacks: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-    # What the calls of one loaded list share (HTTP client, spare stdio server); None: nothing shared.
-    resources: ToolListResources | None = field(default=None, repr=False, compare=False)
-    # The tasks extension of a list that consents to tasks (`tasks=True`); see _tasks.
-    tasks: Tasks | None = field(default=None, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        transport = getattr(self.server, "transport", None)
-        if transport in ("streamable-http", "sse"):
-            self.http_transport = transport
-
-    def describe(self) -> str:
-        return self.server.describe()
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """A pickled endpoint lands: its list's resources (made again here) get this endpoint's spares."""
-        self.__dict__.update(state)
-        if self.resources is not None:
-            self.resources.adopt(self)
-
-
-@dataclass
-class Attempt:
-    """Book-keeping of one session for error reports: the phase reached and the server's stderr."""
-
-    tool_name: str | None = None
-    phase: Phase = "startup"
-    stderr: StderrCapture | None = None
-    note: str | None = None  # context for the error message, e.g. how the Streamable HTTP attempt failed
-    # The stdio server's process (its exit code for errors); what the user gave (`env` values, header values,
-    # tokens: see `_redact`), kept out of every message built from what the server sent.
-    process: ProcessInfo = field(default_factory=ProcessInfo)
-    secrets: tuple[str, ...] = ()
-    http_status: int | None = None  # the last HTTP error (or redirect) status the server answered
-    http_reason: str = ""
-    forced_revision: str | None = None  # the revision `protocol=` pins, for the error's hint
-    # Set when the caller is cancelled while the session is still being opened (see `interrupt`).
-    interrupted: bool = False
-    opening: anyio.CancelScope | None = None
-    # Told of a start-up timeout as soon as it happens, before the transport has closed (the closing of a
-    # server that ignores its stdin takes seconds; see `_call._run_owned`).
-    on_timeout: Callable[[MCPTimeoutError], None] | None = None
-
-    async def stderr_tail(self, *, settled: bool = True) -> str | None:
-        """What the server printed last; `settled`: once it is gone (waits briefly for its pipe's end),
-        else what it printed so far."""
-        if self.stderr is None:
-            return None
-        if settled:
-            with anyio.CancelScope(shield=True):
-                tail = await self.stderr.final_tail()
-        else:
-            tail = self.stderr.tail()
-        return redact(tail, self.secrets) or None
-
-    @property
-    def exit_code(self) -> int | None:
-        """The stdio server's exit code once it has ended (None: still running, not stdio, unknown)."""
-        return self.process.returncode
-
-    def interrupt(self) -> None:
-        """The caller was cancelled: stop the start-up under way (the transport still closes unhurried)."""
-        self.interrupted = True
-        if self.opening is not None:
-            self.opening.cancel()
-
-    async def error(
-        self, exc: BaseException, server: str, *, settled: bool = True, phase: Phase | None = None
-    ) -> BaseException:
-        """`exc` as the readable error to raise in its place (see `_errors.translate`); `settled`: the
-        session has closed (else the stderr tail is what the server printed so far); `phase`: the phase
-        `exc` happened in, when the session has moved on since."""
-        return _errors.translate(
-            exc,
-            phase=phase or self.phase,
-            server=server,
-            tool_name=self.tool_name,
-            stderr=await self.stderr_tail(settled=settled),
-            note=self.note,
-            exit_code=self.exit_code,
-            http_status=(self.http_status, self.http_reason) if self.http_status else None,
-            secrets=self.secrets,
-            forced_revision=self.forced_revision,
-        )
-
-
-class Interrupted(Exception):
-    """Raised out of `open_session` when `Attempt.interrupt` stopped the start-up: the caller's
-    cancellation is delivered in its place once the transport has closed."""
-
-
-class Session:
-    """A ready MCP session with phase timeouts. Only valid inside `open_session`."""
-
-    def __init__(self, client: ClientSession, endpoint: Endpoint, attempt: Attempt) -> None:
-        self.client = client
-        self.endpoint = endpoint
-        self.attempt = attempt
-        # Set for a new stdio process that has not answered anything yet: its start-up limit, which the
-        # first request's wait includes (see `_watch_start`).
-        self.starting: float | None = None
-        self.start_failed: float | None = None  # the start-up limit the process ran past
-
-    @contextlib.contextmanager
-    def phase(self, phase: Phase) -> Any:
-        """Bound a phase by its timeout (plus the start-up limit of a process not heard from yet); raise
-        `MCPTimeoutError` naming it when exceeded."""
-        self.attempt.phase = phase
-        limit = self.endpoint.timeouts.of(phase)
-        if limit is not None and self.starting is not None:
-            limit += self.starting
-        with anyio.move_on_after(math.inf if limit is None else limit) as scope:
-            yield
-        if scope.cancelled_caught and limit is not None:
-            raise timeout_error(self.endpoint, self.attempt, phase, limit)
-        self.starting = None
-
-    async def list_tools(self) -> list[mcp_types.Tool]:
-        """Every tool the server lists, following `nextCursor` to the end (a repeated cursor is an error)."""
-        from mcp import types
-
-        tools: list[types.Tool] = []
-        seen: set[str] = set()
-        cursor: str | None = None
-        with self.phase("list"):
-            while True:
-                params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-                page = await self.client.list_tools(params=params)
-                tools.extend(page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    usable = _usable_tools(tools, self.endpoint.describe())
-                    self.endpoint.listed = {tool.name: tool for tool in usable if _needs_definition(tool)}
-                    return usable
-                if cursor in seen:
-                    raise MCPError(
-                        f"listing the tools of {self.endpoint.describe()} failed: the server repeated the "
-                        f"pagination cursor {cursor[:40]!r} after {len(tools)} tools",
-                        server=self.endpoint.describe(),
-                    )
-                seen.add(cursor)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None, on_update: UpdateCallback | None = None
-    ) -> mcp_types.CallToolResult:
-        """``tools/call``. A JSON-RPC error the server sends comes back as an `isError` result; a transport
-        failure raises. The SDK's output-schema check (which would list the tools first) is not run here.
-
-        On a 2026-07-28 server, input the server asks for mid-call (an ``InputRequiredResult``: sampling,
-        elicitation, roots) goes through the session's callbacks and the call is sent again with the
-        answers, as the SDK's own driver does (at most `INPUT_ROUNDS` rounds); handshake-era servers ask
-        with requests of their own, which the SDK routes to the same callbacks.
-
-        The call may go `timeouts.call` seconds without hearing from the server: every progress
-        notification pushes the deadline back, up to `timeouts.max_duration` in all. When the deadline
-        passes, or the caller is cancelled, the SDK tells the server (``notifications/cancelled``, or on a
-        2026-07-28 HTTP call by aborting the request).
-        """
-        from mcp import types
-        from mcp.client._input_required import run_input_required_driver
-        from mcp.client.session import ClientRequestContext
-        from mcp.shared.exceptions import MCPError as SdkError
-
-        client = self.client
-        self.attempt.phase = "call"
-        timeouts = self.endpoint.timeouts
-        idle = math.inf if timeouts.call is None else timeouts.call
-        started = anyio.current_time()
-        hard = math.inf if timeouts.max_duration is None else started + timeouts.max_duration
-        # A new 2026-07-28 stdio process gets its start-up limit on top, until it is seen to be up.
-        initial = idle + self.starting if self.starting is not None else idle
-        tasks = self.endpoint.tasks
-
-        async def send(
-            responses: mcp_types.InputResponses | None, state: str | None
-        ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
-            params = types.CallToolRequestParams(
-                name=name, arguments=dict(arguments or {}), input_responses=responses, request_state=state
+    if server.kind == "stdio":
+        assert launch is not None
+        process = attempt.process = StdioProcess(server.max_response_bytes, server.on_stderr)
+        stdio = open_stdio(launch, process)
+        async with _started(server, timeouts, learned, attempt, kwargs, stdio, "stdio", opening) as s:
+            if s.protocol.stateless and not process.heard:
+                s.starting = math.inf if timeouts.startup is None else timeouts.startup
+            yield s
+        return
+    async with contextlib.AsyncExitStack() as stack:
+        headers = await resolve_headers(server)
+        stack.enter_context(recording(attempt, headers))
+        if client is None:
+            client = await stack.enter_async_context(_own_client(server))
+        kind: HttpKind = "streamable-http" if server.transport == "auto" else server.transport
+        if learned.transport in ("streamable-http", "sse"):
+            kind = learned.transport
+        if kind == "streamable-http" and adopts(server.protocol, learned.protocol):
+            # Opening sends nothing and waits for nothing: no start-up limit to keep.
+            streams = await stack.enter_async_context(open_http(server, kind, client))
+            sdk = await stack.enter_async_context(ClientSession(*streams, **kwargs))
+            protocol = await start(sdk, server.protocol, learned.protocol, attempt)
+            session = Session(sdk, protocol, kind, attempt, timeouts, server.describe(), learned.definitions)
+            session.headers = headers
+            yield session
+            attempt.phase = "close"
+            return
+        try:
+            session = await stack.enter_async_context(
+                _started(
+                    server, timeouts, learned, attempt, kwargs, open_http(server, kind, client), kind, opening
+                )
             )
-            adapter = _call_result() if tasks is None else tasks.call_result()
-            return await client.send_request(
-                types.CallToolRequest(params=params), adapter, progress_callback=progress
+        except Exception as exc:
+            status = attempt.http_status
+            if learned.transport is not None or server.transport != "auto" or status is None:
+                raise
+            if not 400 <= status < 500 or status in (401, 403):
+                raise
+            attempt.note = f"Streamable HTTP first: the server answered HTTP {status}; then the SSE transport"
+            attempt.phase, attempt.http_status = "startup", None
+            logger.debug("Streamable HTTP failed (%r); trying SSE", exc)
+            sse = open_http(server, "sse", client)
+            session = await stack.enter_async_context(
+                _started(server, timeouts, learned, attempt, kwargs, sse, "sse", opening)
             )
+        session.headers = headers
+        yield session
 
-        async def dispatch(key: str, request: mcp_types.InputRequest) -> Any:
-            meta = request.params.meta if request.params else None
-            context = ClientRequestContext(session=client, request_id=key, meta=meta)
-            return await client.dispatch_input_request(context, request)
 
-        self._learn(name)
-        # Always ask for progress (a progressToken): progress is what keeps a long call alive.
-        with (
-            anyio.CancelScope(deadline=min(started + initial, hard)) as scope,
-            recording_status(self.attempt),
-        ):
-            progress = _progress_relay(scope, idle, hard, on_update)
-            self.attempt.http_status = None
+@contextlib.asynccontextmanager
+async def _own_client(server: Server) -> AsyncIterator[httpx2.AsyncClient]:
+    from . import _http
 
-            async def call() -> mcp_types.CallToolResult:
-                if self.starting is None:
-                    first = await send(None, None)
-                else:
-                    first = await self._watching_start(functools.partial(send, None, None), scope, idle, hard)
-                if isinstance(first, types.InputRequiredResult):
-                    first = await run_input_required_driver(
-                        first, dispatch=dispatch, retry=send, max_rounds=INPUT_ROUNDS
-                    )
-                if tasks is not None and not isinstance(first, types.CallToolResult):
-                    return await tasks.finish(self, first, on_update, scope, hard)
-                return with_legacy_task_hint(first, self.endpoint.listed.get(name), self.endpoint.protocol)
+    async with _http.http_client(server) as client:  # type: ignore[arg-type]
+        yield client
 
-            try:
-                return await call()
-            except SdkError as exc:
-                if self._is_transport_failure(exc):
+
+@contextlib.asynccontextmanager
+async def _started(
+    server: Server,
+    timeouts: Timeouts,
+    learned: Learned,
+    attempt: Attempt,
+    kwargs: Mapping[str, Any],
+    transport: contextlib.AbstractAsyncContextManager[tuple[Any, Any]],
+    kind: Transport,
+    opening: anyio.CancelScope | None,
+) -> AsyncIterator[Session]:
+    """`transport` entered and its session started within the start-up limit; the deadline encloses the
+    transport (so that cancel scopes nest) and is lifted once the session is ready."""
+    from mcp import ClientSession
+
+    attempt.phase = "startup"
+    limit = timeouts.startup
+    opening = opening or anyio.CancelScope()
+    with anyio.CancelScope(deadline=math.inf if limit is None else anyio.current_time() + limit) as startup:
+        async with transport as (read, write), ClientSession(read, write, **kwargs) as sdk:
+            with opening:
+                attempt.phase = "initialize"
+                try:
+                    protocol = await start(sdk, server.protocol, learned.protocol, attempt)
+                except BaseException:
+                    if startup.cancel_called and limit is not None and attempt.on_timeout is not None:
+                        attempt.on_timeout(timeout_error(timeouts, server.describe(), "initialize", limit))
                     raise
-                hint = missing_input_hint(exc.code, exc.error.message) or legacy_task_hint(
-                    self.endpoint.listed.get(name), self.endpoint.protocol
-                )
-                text = exc.error.message + (f" ({hint})" if hint else "")
-                return types.CallToolResult(
-                    content=[types.TextContent(type="text", text=text)],
-                    is_error=True,
-                    _meta={"jsonrpc_error": exc.error.model_dump(mode="json", exclude_none=True)},
-                )
-        if self.start_failed is not None:
-            raise timeout_error(self.endpoint, self.attempt, "startup", self.start_failed)
-        if scope.deadline >= hard:
-            assert timeouts.max_duration is not None
-            raise timeout_error(
-                self.endpoint, self.attempt, "call", timeouts.max_duration, what="max_duration"
-            )
-        assert timeouts.call is not None
-        raise timeout_error(self.endpoint, self.attempt, "call", timeouts.call)
+            if opening.cancel_called:
+                raise Interrupted()
+            startup.deadline = math.inf
+            yield Session(sdk, protocol, kind, attempt, timeouts, server.describe(), learned.definitions)
+            attempt.phase = "close"
+    if startup.cancelled_caught and limit is not None:
+        raise timeout_error(timeouts, server.describe(), "initialize", limit)
 
-    async def _watching_start(
-        self, call: Callable[[], Awaitable[T]], scope: anyio.CancelScope, idle: float, hard: float
-    ) -> T:
-        """`call()` (the first request to the process), with `_watch_start` beside it until it is answered:
-        an answer shows the server is up as well as the probe's does, and from then on the probe's late
-        answer must not move the deadline (a task's is `max_duration`; input rounds keep the first
-        request's, start-up limit included). What `call` raises comes out as it is (no group)."""
+
+class _Deadline:
+    """The limit of one request of `session`: `idle` seconds of silence, never past `hard`.
+
+    A new 2026-07-28 stdio process (`Session.starting`: its start-up limit) has sent nothing before this
+    request, its first: no probe goes beside it. Should it stay silent for `idle` (or its start-up limit,
+    if shorter), ``server/discover`` is asked (`_probe`): any output of the process shows that it is up,
+    and from then on the request gets `idle` seconds of silence. A process silent for its whole start-up
+    limit ends the request as a start-up timeout (`missed_start`).
+    """
+
+    def __init__(self, session: Session, idle: float, hard: float) -> None:
+        self.session = session
+        self.starting, session.starting = session.starting, None
+        process = session.attempt.process
+        self.process = (
+            process if self.starting is not None and process is not None and not process.heard else None
+        )
+        self.idle, self.hard = idle, hard
+        self.started = anyio.current_time()
+        self.scope = anyio.CancelScope(deadline=min(self.started + idle + (self.starting or 0), hard))
+
+    @property
+    def watching(self) -> bool:
+        return self.process is not None
+
+    async def run(self, request: Callable[[], Awaitable[T]]) -> T:
+        """`request()` with `_probe` beside it; what `request` raises comes out as it is (no group)."""
+        assert self.process is not None
+        self.process.on_output = self.heard
         outcome: list[T] = []
         failure: list[BaseException] = []
-        async with anyio.create_task_group() as watching:
-            watching.start_soon(self._watch_start, scope, idle, hard)
-            # Let the probe go out first: a server reading one line at a time answers it before it takes
-            # the call (its send hands the line over before it suspends).
-            await anyio.lowlevel.checkpoint()
-            try:
-                outcome.append(await call())
-            except BaseException as exc:  # re-raised below, outside the task group
-                failure.append(exc)
-            finally:
-                watching.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._probe)
+                try:
+                    outcome.append(await request())
+                except BaseException as exc:  # re-raised below, outside the task group
+                    failure.append(exc)
+                finally:
+                    group.cancel_scope.cancel()
+        finally:
+            self.process.on_output = None
         if failure:
             raise failure[0]
         return outcome[0]
 
-    async def _watch_start(self, call: anyio.CancelScope, idle: float, hard: float) -> None:
-        """Beside the first call to a new 2026-07-28 stdio process: ask ``server/discover`` (written just
-        before the call, with no wait for its answer) to learn when the server is up. It (or the call)
-        must answer within the start-up limit, or the call ends as a start-up timeout; once it has, the
-        call gets its own `timeout` of silence from then on, as a call to a started server does."""
+    def heard(self) -> None:
+        """The new process wrote its first output: from now on the request gets its own limit."""
+        if not self.scope.cancel_called:
+            self.scope.deadline = min(anyio.current_time() + self.idle, self.hard)
+
+    async def _probe(self) -> None:
         from mcp.shared.exceptions import MCPError as SdkError
 
-        limit, self.starting = self.starting, None
-        assert limit is not None
-        protocol = self.endpoint.protocol
-        version = protocol.version if protocol is not None else ""
-        with anyio.move_on_after(limit) as waiting:
-            while True:
+        assert self.starting is not None and self.process is not None
+        await anyio.sleep(min(self.idle, self.starting))
+        with anyio.move_on_after(self.started + self.starting - anyio.current_time()) as waiting:
+            while not self.process.heard:
                 try:
-                    await self.client.send_discover(version)
+                    await self.session.client.send_discover(self.session.protocol.version)
                 except SdkError as exc:
                     if exc.code == REQUEST_TIMEOUT:  # the SDK's own bound on one probe: ask again
                         continue
-                    if _errors.is_connection_closed(exc):
-                        return  # the process died: the call reports it
-                break  # any answer, an error included, says the server is up
-        if waiting.cancelled_caught:
-            self.start_failed = limit
-            call.cancel()
-        elif not call.cancel_called:
-            call.deadline = min(anyio.current_time() + idle, hard)
+                return  # an answer, or the connection closed (the request reports it)
+        if waiting.cancelled_caught and not self.process.heard:
+            self.scope.cancel()
 
-    def _learn(self, name: str) -> None:
-        """Tell a session that never listed the tools the definition of the one it calls, so that its
-        ``x-mcp-header`` parameters go out as ``Mcp-Param-*`` headers: the call stays one request, never a
-        ``HEADER_MISMATCH`` followed by a listing and a retry. (The SDK has no public way to hand a session
-        a tool definition; `_absorb_tool_listing` is what its own response cache uses.)"""
-        from mcp import types
-
-        listed = self.endpoint.listed
-        tool = listed.get(name) if listed else None
-        protocol = self.endpoint.protocol
-        if tool is None or protocol is None or not protocol.stateless:
-            return
-        absorb = getattr(self.client, "_absorb_tool_listing", None)
-        if absorb is not None:
-            absorb(types.ListToolsResult(tools=[tool.model_copy()]), complete=False)
-
-    def _is_transport_failure(self, exc: Any) -> bool:
-        """Whether an SDK error on a call is the connection's failure rather than the server's answer:
-        one the SDK made up, a refused protocol version, a refused authorization, or (handshake era) a
-        session the server no longer knows."""
-        if _errors.is_transport_mcp_error(exc) or exc.code == UNSUPPORTED_PROTOCOL_VERSION:
-            return True
-        status = self.attempt.http_status
-        stateless = self.endpoint.protocol is not None and self.endpoint.protocol.stateless
-        return status in (401, 403) or (status == 404 and not stateless)
+    def missed_start(self) -> float | None:
+        """The start-up limit, when the request ended before the new process wrote anything."""
+        return self.starting if self.process is not None and not self.process.heard else None
 
 
-def _needs_definition(tool: mcp_types.Tool) -> bool:
-    """Whether a call of `tool` needs its definition (found once, at listing, so that a call of any other
-    tool skips `Session._learn`): it names parameters to mirror into ``Mcp-Param-*`` headers, or a
-    handshake-era server runs it only as a task (`legacy_task_hint`)."""
-    if runs_only_as_task(tool):
-        return True
-    try:
-        from mcp.shared.inbound import x_mcp_header_map
-    except ImportError:  # pragma: no cover - another SDK layout: learn every tool, as before
-        return True
-    return bool(x_mcp_header_map(tool.input_schema))
+async def list_tools(session: Session) -> tuple[list[mcp_types.Tool], int | None]:
+    """Every tool the server lists, following ``nextCursor`` to the end (a repeated cursor is an error),
+    and the shortest ``ttlMs`` of its pages (2026-07-28; None: none given). A tool without a name, or
+    with the name of an earlier one, is skipped with a warning."""
+    from mcp import types
+
+    timeouts, server = session.timeouts, session.server
+    ttl: int | None = None
+    tools: list[types.Tool] = []
+    seen: set[str] = set()
+    cursor: str | None = None
+    session.attempt.phase = "list"
+    limit = timeouts.list
+    deadline = _Deadline(session, math.inf if limit is None else limit, math.inf)
+    with deadline.scope, recording(session.attempt, session.headers):
+        while True:
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+            request = functools.partial(session.client.list_tools, params=params)
+            page = await (deadline.run(request) if deadline.watching else request())
+            tools.extend(page.tools)
+            if session.protocol.stateless:
+                given = page.ttl_ms if "ttl_ms" in page.model_fields_set else 0
+                ttl = given if ttl is None else min(ttl, given)
+            cursor = page.next_cursor
+            if not cursor:
+                return _usable(tools, server), ttl
+            if cursor in seen:
+                raise MCPError(
+                    f"listing the tools of {server} failed: the server repeated the pagination cursor "
+                    f"{cursor[:40]!r} after {len(tools)} tools",
+                    server=server,
+                )
+            seen.add(cursor)
+    missed = deadline.missed_start()
+    if missed is not None:
+        raise timeout_error(timeouts, server, "startup", missed)
+    assert limit is not None
+    raise timeout_error(timeouts, server, "list", limit)
 
 
-def _usable_tools(tools: list[mcp_types.Tool], server: str) -> list[mcp_types.Tool]:
-    """The listed tools a caller can use: one without a name is skipped, and of tools sharing a name the
-    first is kept, each with a warning on the ``cubepi.mcp`` logger. Names are never rewritten."""
+def _usable(tools: list[mcp_types.Tool], server: str) -> list[mcp_types.Tool]:
     usable: list[mcp_types.Tool] = []
     names: set[str] = set()
     for tool in tools:
@@ -515,11 +321,122 @@ def _usable_tools(tools: list[mcp_types.Tool], server: str) -> list[mcp_types.To
     return usable
 
 
+@functools.cache
+def _call_result() -> Any:
+    """The result type of ``tools/call``: a result, or (2026-07-28) a request for input."""
+    from mcp import types
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(types.CallToolResult | types.InputRequiredResult)
+
+
+async def call_tool(
+    session: Session, name: str, arguments: Mapping[str, Any], on_update: UpdateCallback | None
+) -> mcp_types.CallToolResult:
+    """``tools/call``: the result, an ``isError`` result for a JSON-RPC error the server sent, or a raise
+    for a transport failure or a limit that ran out (`MCPTimeoutError`).
+
+    The call may go `timeouts.call` seconds without hearing from the server: every progress notification
+    pushes the deadline back, up to `timeouts.max_duration` in all. A new 2026-07-28 stdio process gets its
+    start-up limit on top until it writes anything (its first request is the call: no probe). Input the
+    server asks for mid-call (2026-07-28 ``InputRequiredResult``) goes through the session's callbacks, as
+    the SDK's own driver does; a call the server runs as a task goes to `tasks`. When the deadline passes
+    or the caller is cancelled, the SDK tells the server (``notifications/cancelled``, or over 2026-07-28
+    HTTP by aborting the request).
+    """
+    from mcp import types
+    from mcp.client._input_required import run_input_required_driver
+    from mcp.client.session import ClientRequestContext
+    from mcp.shared.exceptions import MCPError as SdkError
+
+    client, attempt, timeouts, tasks = session.client, session.attempt, session.timeouts, session.tasks
+    definition = session.definitions.get(name)
+    attempt.phase, attempt.http_status = "call", None
+    idle = math.inf if timeouts.call is None else timeouts.call
+    hard = math.inf if timeouts.max_duration is None else anyio.current_time() + timeouts.max_duration
+    deadline = _Deadline(session, idle, hard)
+    if definition is not None and session.protocol.stateless:
+        _learn(client, definition)
+
+    async def send(responses: Any, state: str | None) -> Any:
+        params = types.CallToolRequestParams(
+            name=name, arguments=dict(arguments), input_responses=responses, request_state=state
+        )
+        adapter = _call_result() if tasks is None else tasks.result_type()
+        return await client.send_request(
+            types.CallToolRequest(params=params), adapter, progress_callback=relay
+        )
+
+    async def dispatch(key: str, request: mcp_types.InputRequest) -> Any:
+        meta = request.params.meta if request.params else None
+        return await client.dispatch_input_request(
+            ClientRequestContext(session=client, request_id=key, meta=meta), request
+        )
+
+    with deadline.scope as scope, recording(attempt, session.headers):
+        relay = _progress_relay(scope, idle, hard, on_update)
+        try:
+            if deadline.watching:
+                first = await deadline.run(functools.partial(send, None, None))
+            else:
+                first = await send(None, None)
+            if isinstance(first, types.InputRequiredResult):
+                first = await run_input_required_driver(
+                    first, dispatch=dispatch, retry=send, max_rounds=INPUT_ROUNDS
+                )
+            if tasks is not None and not isinstance(first, types.CallToolResult):
+                return await tasks.finish(session, first, on_update, scope, hard)
+            return _with_task_hint(first, definition, session.protocol)
+        except SdkError as exc:
+            if _is_transport_failure(exc, session):
+                raise
+            hint = missing_input_hint(exc.code, exc.error.message) or _task_hint(definition, session.protocol)
+            return types.CallToolResult(
+                content=[
+                    types.TextContent(type="text", text=exc.error.message + (f" ({hint})" if hint else ""))
+                ],
+                is_error=True,
+                _meta={"jsonrpc_error": exc.error.model_dump(mode="json", exclude_none=True)},
+            )
+    missed = deadline.missed_start()
+    if missed is not None:
+        raise timeout_error(timeouts, session.server, "startup", missed, tool_name=name)
+    if scope.deadline >= hard:
+        assert timeouts.max_duration is not None
+        raise timeout_error(
+            timeouts, session.server, "call", timeouts.max_duration, tool_name=name, what="max_duration"
+        )
+    assert timeouts.call is not None
+    raise timeout_error(timeouts, session.server, "call", timeouts.call, tool_name=name)
+
+
+def _learn(client: ClientSession, definition: mcp_types.Tool) -> None:
+    """Hand a session that never listed the tools the definition of the one it calls, so that its
+    ``x-mcp-header`` parameters go out as ``Mcp-Param-*`` headers: the call stays one request. (The SDK
+    has no public way to; `_absorb_tool_listing` is what its own response cache uses, pinned by
+    tests/mcp/test_sdk_wording.py.)"""
+    from mcp import types
+
+    absorb = getattr(client, "_absorb_tool_listing", None)
+    if absorb is not None:
+        absorb(types.ListToolsResult(tools=[definition.model_copy()]), complete=False)
+
+
+def _is_transport_failure(exc: Any, session: Session) -> bool:
+    """Whether an SDK error on a call is the connection's failure rather than the server's answer: one the
+    SDK made up, a refused protocol version, a refused authorization, or (handshake era) a session the
+    server no longer knows."""
+    if _errors.is_transport_error(exc) or exc.code == _errors.UNSUPPORTED_PROTOCOL_VERSION:
+        return True
+    status = session.attempt.http_status
+    return status in (401, 403) or (status == 404 and not session.protocol.stateless)
+
+
 def _progress_relay(
     scope: anyio.CancelScope, idle: float, hard: float, on_update: UpdateCallback | None
 ) -> ProgressFnT:
     """Progress notifications push `scope`'s deadline back by `idle` (never past `hard`), then reach
-    `on_update`."""
+    `on_update`. Always asked for: progress is what keeps a long call alive."""
 
     async def relay(progress: float, total: float | None, message: str | None) -> None:
         if not scope.cancel_called:
@@ -532,30 +449,23 @@ def _progress_relay(
     return relay
 
 
-def timeout_error(
-    endpoint: Endpoint, attempt: Attempt, phase: Phase, limit: float, *, what: str = "timeout"
-) -> MCPTimeoutError:
-    """The `MCPTimeoutError` of `phase`, naming the limit that ran out and the keyword that sets it."""
-    server = endpoint.describe()
-    if phase == "call" and attempt.tool_name:
-        action = f"calling tool {attempt.tool_name!r} on {server}"
-    else:
-        verb = {"initialize": "initializing", "list": "listing the tools of", "startup": "starting"}
-        action = f"{verb.get(phase, phase)} {server}"
-    if what == "max_duration":
-        text = (
-            f"{action} ran past max_duration={limit:g} s (phase: {phase}); raise max_duration for longer "
-            "calls (None: no limit)"
-        )
-    elif phase == "call":
-        text = f"{action} timed out: no result or progress for {limit:g} s (timeout; phase: {phase})"
-    elif phase in ("startup", "initialize"):
-        keyword = endpoint.timeouts.startup_keyword
-        if keyword == "timeout":
-            advice = "timeout also bounds start-up: raise it, or give startup_timeout for start-up alone"
-        else:
-            advice = "raise startup_timeout for a slower start"
-        text = f"{action} timed out after {limit:g} s ({keyword}; phase: {phase}); {advice}"
-    else:
-        text = f"{action} timed out after {limit:g} s (timeout; phase: {phase})"
-    return MCPTimeoutError(text, phase=phase, limit=limit, tool_name=attempt.tool_name, server=server)
+def _task_hint(tool: mcp_types.Tool | None, protocol: Protocol) -> str | None:
+    """The sentence added to the error of a tool a handshake-era server runs only as a task."""
+    required = getattr(getattr(tool, "execution", None), "task_support", None) == "required"
+    if not required or protocol.stateless:
+        return None
+    from ._protocol import TASKS_EXTENSION
+
+    return (
+        "the server runs this tool only as a task, in the 2025-11-25 protocol's core tasks, which cubepi "
+        f"does not drive; cubepi runs long calls as tasks on 2026-07-28 servers offering {TASKS_EXTENSION}"
+    )
+
+
+def _with_task_hint(result: Any, tool: mcp_types.Tool | None, protocol: Protocol) -> mcp_types.CallToolResult:
+    hint = _task_hint(tool, protocol) if result.is_error else None
+    if hint is None:
+        return result  # type: ignore[no-any-return]
+    from mcp import types
+
+    return result.model_copy(update={"content": [*result.content, types.TextContent(type="text", text=hint)]})  # type: ignore[no-any-return]

@@ -2,15 +2,15 @@
 
 A server that advertises the extension in ``server/discover`` may answer a consenting ``tools/call`` with a
 task (``resultType: "task"``: a task id, a status, ``pollIntervalMs``, ``ttlMs``) instead of the result.
-`Tasks` is what a loaded list keeps for it: the consent every session of the list declares (the SDK's own
-``ClientSession(extensions=...)``, stamped on every 2026-07-28 request), the result type that admits a task
-(cubepi sends ``tools/call`` itself, so the SDK's `ResultClaim`, which only its `Client.call_tool` resolves,
-is not on its path), and `Tasks.finish`, which `Session.call_tool` hands a task to. It polls
-``tasks/get`` (each poll its own request; over HTTP a poll that fails in transport is sent again on a fresh
-session, so the call survives a dropped connection while the server keeps the task), reports
-``statusMessage`` changes as updates, answers ``inputRequests`` through the session's callbacks with
-``tasks/update``, and sends ``tasks/cancel`` when the call is cancelled, runs out of time or its list closes.
-The task id is the only state.
+`TaskWatch` is what a list keeps for it: the result type that admits a task (cubepi sends ``tools/call``
+itself, so the SDK's `ResultClaim`, which only its `Client.call_tool` resolves, is not on its path), the
+calls waiting on tasks (so that closing the list stops them), and `finish`, which `_session.call_tool`
+hands a task to. It polls ``tasks/get`` (over HTTP each poll on a fresh session, and one that fails in
+transport is sent again, so a call survives a dropped connection while the server keeps the task),
+reports ``statusMessage`` changes as updates, answers ``inputRequests`` through the session's callbacks
+with ``tasks/update``, and sends ``tasks/cancel`` when the call is cancelled, runs out of time or its list
+closes. The task id is the only state. The consent itself is the SDK's own ``ClientSession(extensions=
+...)``, stamped on every 2026-07-28 request of a list that consents (``tasks=True``, the default).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import contextlib
 import functools
 import inspect
 import math
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import anyio
@@ -30,29 +30,15 @@ from ..errors import MCPError
 from ..tools import ToolUpdate, UpdateCallback
 from . import _errors
 from ._input import missing_input_hint
+from ._limits import Timeouts
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
-    from ._session import Endpoint, Protocol, Session
+    from ._session import Session
 
-    Opener = Callable[[Endpoint], contextlib.AbstractAsyncContextManager[Session]]
+__all__ = ["CANCEL_LIMIT", "POLL_CAP", "POLL_DEFAULT", "POLL_FLOOR", "TaskWatch", "poll_delay"]
 
-__all__ = [
-    "CANCEL_LIMIT",
-    "POLL_CAP",
-    "POLL_DEFAULT",
-    "POLL_FLOOR",
-    "TASKS_EXTENSION",
-    "Tasks",
-    "advertised",
-    "legacy_task_hint",
-    "poll_delay",
-    "runs_only_as_task",
-    "with_legacy_task_hint",
-]
-
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 # Polling honours the server's pollIntervalMs within these bounds (seconds); POLL_DEFAULT when it sends none.
 POLL_FLOOR = 0.05
 POLL_CAP = 5.0
@@ -65,13 +51,6 @@ TERMINAL = frozenset({"completed", "failed", "cancelled"})
 _MISSING_CAPABILITY = -32021
 
 R = TypeVar("R", bound=BaseModel)
-
-
-def advertised(protocol: Protocol | None) -> bool:
-    """Whether a server's discover result (2026-07-28) lists the tasks extension."""
-    discover = protocol.discover if protocol is not None else None
-    extensions = discover.capabilities.extensions if discover is not None else None
-    return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
 
 
 @functools.cache
@@ -148,35 +127,24 @@ def _models() -> Any:
     return Models
 
 
-class Tasks:
-    """The tasks extension for one loaded list (``tasks=True``): consent, polling, cancellation.
+class TaskWatch:
+    """The tasks extension for the calls of one list in one process: the calls waiting on tasks.
 
-    `open_session` (given by the loader, which sits above the session layer) opens the fresh sessions the
-    requests about a task go out on over HTTP. Holds no connection; the calls waiting on tasks are
-    registered while they wait, so that `cancel_all` (the list closing) can stop them. A copy (pickle)
-    starts with none.
+    A task's requests go out on the call's own session over stdio (the task lives in that process), and
+    over HTTP each on a fresh session (`Session.sibling`). `elicits`: the list has an elicitation callback.
     """
 
-    def __init__(self, open_session: Opener) -> None:
-        self.open_session = open_session
+    def __init__(self, timeouts: Timeouts, elicits: bool, server: str) -> None:
+        self.timeouts = timeouts
+        self.elicits = elicits
+        self.server = server
         self._waiting: set[anyio.CancelScope] = set()
         self._idle: anyio.Event | None = None
 
-    def __reduce__(self) -> tuple[type[Tasks], tuple[Opener]]:
-        return (Tasks, (self.open_session,))
-
-    # -- consent -------------------------------------------------------------------------------------------
-
-    def session_kwargs(self) -> dict[str, Any]:
-        """The SDK `ClientSession` keywords that declare the extension on every 2026-07-28 request."""
-        return {"extensions": {TASKS_EXTENSION: {}}}
-
     @staticmethod
-    def call_result() -> Any:
+    def result_type() -> Any:
         """The type adapter of a consenting ``tools/call``: a result, a request for input, or a task."""
         return _models().result
-
-    # -- the task ------------------------------------------------------------------------------------------
 
     async def finish(
         self,
@@ -189,24 +157,23 @@ class Tasks:
         """The final result of the task `created` (the answer to the call `session` just sent).
 
         `call` is the call's cancel scope: from here the whole task is bounded by `hard` (`max_duration`),
-        while each request is bounded by the call `timeout`. When the call ends before the task does (the
-        caller cancels, time runs out, a poll fails for good, the list closes) the task is cancelled on the
-        server, best effort.
+        each request by the call `timeout`. When the call ends before the task does (the caller cancels,
+        time runs out, a poll fails for good, the list closes) the task is cancelled on the server.
         """
         if not call.cancel_called:
             call.deadline = hard
-        driver = _Driver(session, created.task_id, on_update, self.open_session)
+        driver = _Driver(self, session, created.task_id, on_update)
         scope = anyio.CancelScope()
         self._waiting.add(scope)
         try:
             with scope:
                 return await driver.run(created)
+            tool = session.attempt.tool_name
             raise MCPError(
-                f"calling tool {session.attempt.tool_name!r} on {session.endpoint.describe()} stopped: the "
-                f"tool list was closed while the call waited on task {created.task_id!r} (cancelled on the "
-                "server)",
-                tool_name=session.attempt.tool_name,
-                server=session.endpoint.describe(),
+                f"calling tool {tool!r} on {self.server} stopped: the tool list was closed while the call "
+                f"waited on task {created.task_id!r} (cancelled on the server)",
+                tool_name=tool,
+                server=self.server,
             )
         finally:
             try:
@@ -228,34 +195,6 @@ class Tasks:
             await self._idle.wait()
 
 
-def runs_only_as_task(tool: mcp_types.Tool | None) -> bool:
-    """Whether a handshake-era (2025-11-25) listing says `tool` runs only as a task."""
-    return getattr(getattr(tool, "execution", None), "task_support", None) == "required"
-
-
-def legacy_task_hint(tool: mcp_types.Tool | None, protocol: Protocol | None) -> str | None:
-    """The sentence added to the error of a tool that a handshake-era server (2025-11-25) runs only as a
-    task: cubepi runs tasks through the 2026-07-28 extension only."""
-    if not runs_only_as_task(tool) or (protocol is not None and protocol.stateless):
-        return None
-    return (
-        "the server runs this tool only as a task, in the 2025-11-25 protocol's core tasks, which cubepi "
-        f"does not drive; cubepi runs long calls as tasks on 2026-07-28 servers offering {TASKS_EXTENSION}"
-    )
-
-
-def with_legacy_task_hint(
-    result: mcp_types.CallToolResult, tool: mcp_types.Tool | None, protocol: Protocol | None
-) -> mcp_types.CallToolResult:
-    """`result`, with `legacy_task_hint` added when it is the error of such a tool."""
-    hint = legacy_task_hint(tool, protocol) if result.is_error else None
-    if hint is None:
-        return result
-    from mcp import types
-
-    return result.model_copy(update={"content": [*result.content, types.TextContent(type="text", text=hint)]})
-
-
 def poll_delay(poll_interval_ms: int | None) -> float:
     """Seconds to the next ``tasks/get``: the server's ``pollIntervalMs``, within `POLL_FLOOR`..`POLL_CAP`."""
     if poll_interval_ms is None or isinstance(poll_interval_ms, bool):
@@ -264,14 +203,13 @@ def poll_delay(poll_interval_ms: int | None) -> float:
 
 
 class _Driver:
-    """Drives one task to its end: its requests go out on `session` (stdio) or on fresh sessions (HTTP)."""
+    """Drives one task to its end: its requests go out on the call's session (stdio) or fresh ones (HTTP)."""
 
     def __init__(
-        self, session: Session, task_id: str, on_update: UpdateCallback | None, open_session: Opener
+        self, watch: TaskWatch, session: Session, task_id: str, on_update: UpdateCallback | None
     ) -> None:
+        self.watch = watch
         self.session = session
-        self.open_session = open_session
-        self.endpoint = session.endpoint
         self.task_id = task_id
         self.on_update = on_update
         self.ended = False
@@ -286,7 +224,7 @@ class _Driver:
             await self._report(state.status, state.status_message)
             if state.status in TERMINAL:
                 self.ended = True
-                return _final(state, models)
+                return _final(state)
             if state.status == "input_required" and getattr(state, "input_requests", None):
                 answered = await self._answer(state.input_requests)
                 if isinstance(answered, types.CallToolResult):
@@ -305,7 +243,7 @@ class _Driver:
 
     async def _answer(self, requests: Mapping[str, Any]) -> mcp_types.CallToolResult | None:
         """Answer the task's input requests through the session's callbacks and send them with
-        ``tasks/update``; an unanswerable request ends the call (as today's input-required calls do)."""
+        ``tasks/update``; an unanswerable request ends the call (as input-required calls do)."""
         from mcp import types
         from mcp.client.session import ClientRequestContext
 
@@ -317,25 +255,21 @@ class _Driver:
             context = ClientRequestContext(session=client, request_id=f"task-{key}")
             answer = await client.dispatch_input_request(context, request)
             if isinstance(answer, types.ErrorData):
-                declined = request.method == "elicitation/create" and self._can_elicit()
+                can_elicit = self.watch.elicits or lent_elicitation() is not None
+                declined = request.method == "elicitation/create" and can_elicit
                 hint = None if declined else missing_input_hint(_MISSING_CAPABILITY, request.method)
                 text = f"the task asked for input the client did not give: {answer.message}"
                 return _error_result(text + (f" ({hint})" if hint else ""))
             responses[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
-        await self._send(
-            models.update(params=models.update_params(task_id=self.task_id, input_responses=responses)),
-            types.Result,
-        )
+        update = models.update(params=models.update_params(task_id=self.task_id, input_responses=responses))
+        await self._send(update, types.Result)
         return None
-
-    def _can_elicit(self) -> bool:
-        return "elicitation_callback" in self.endpoint.callbacks or lent_elicitation() is not None
 
     async def _send(self, request: Any, result_type: type[R]) -> R:
         """One request about the task, bounded by the call `timeout`. Over HTTP it goes out on a session of
-        its own (the list's shared client), and one that fails in transport (or hears nothing for that
-        long) goes out again, until the server has been silent for `timeout` seconds."""
-        limit = self.endpoint.timeouts.call
+        its own, and one that fails in transport (or hears nothing for that long) goes out again, until
+        the server has been silent for `timeout` seconds."""
+        limit = self.watch.timeouts.call
         idle = math.inf if limit is None else limit
         give_up = anyio.current_time() + idle
         pause = RETRY_PAUSE
@@ -352,23 +286,22 @@ class _Driver:
 
     @contextlib.asynccontextmanager
     async def _client(self) -> AsyncIterator[Any]:
-        """The SDK session a request goes out on: over stdio the call's own (the task lives in its
-        process); over HTTP a fresh one, so that a dropped connection fails that request only."""
-        if self.endpoint.server.kind == "stdio":
+        sibling = self.session.sibling
+        if sibling is None:
             yield self.session.client
             return
-        async with self.open_session(self.endpoint) as fresh:
-            yield fresh.client
+        async with sibling() as client:
+            yield client
 
     def _retryable(self, exc: BaseException) -> bool:
         """A failure of the transport (worth sending again over HTTP), not an answer of the server."""
         import httpx2
 
-        if self.endpoint.server.kind == "stdio":
+        if self.session.sibling is None:
             return False
         cause = _errors.root_cause(exc)
         transport = (httpx2.TransportError, OSError, TimeoutError, anyio.BrokenResourceError)
-        return isinstance(cause, transport) or _errors.is_transport_mcp_error(cause)
+        return isinstance(cause, transport) or _errors.is_transport_error(cause)
 
     async def cancel(self) -> None:
         """``tasks/cancel``, bounded by `CANCEL_LIMIT`, shielded from the cancellation that caused it: on
@@ -379,10 +312,11 @@ class _Driver:
             try:
                 await self.session.client.send_request(request, _result_type())
             except Exception:
-                if self.endpoint.server.kind != "stdio":
+                sibling = self.session.sibling
+                if sibling is not None:
                     with contextlib.suppress(Exception):
-                        async with self.open_session(self.endpoint) as fresh:
-                            await fresh.client.send_request(request, _result_type())
+                        async with sibling() as client:
+                            await client.send_request(request, _result_type())
 
 
 def _result_type() -> Any:
@@ -391,7 +325,7 @@ def _result_type() -> Any:
     return types.Result
 
 
-def _final(state: Any, models: Any) -> mcp_types.CallToolResult:
+def _final(state: Any) -> mcp_types.CallToolResult:
     """The call's result from a task's terminal state."""
     from mcp import types
 

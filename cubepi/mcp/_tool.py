@@ -1,38 +1,397 @@
-"""`make_mcp_agent_tool`: one MCP tool definition as an `AgentTool` whose `execute` calls the server."""
+"""A tool as data, and the one runner its calls go through.
+
+An MCP tool is an `AgentTool` whose `run` is an `MCPRun`: the tool's name on the wire, the list's
+`Policies`, and the list's runner. `MCPRun` applies the policies in one place (the concurrency limit,
+retries, rendering, the output check) and hands the request to the runner:
+
+- `Stateless` (a loaded list): every call gets a session no earlier call used. Its `request` is chosen
+  when it learns the server (`learn`): on a 2026-07-28 server over Streamable HTTP a call is one POST
+  made from the caller's own task (`_one_request`); every other session, whose end matters (a stdio
+  process, a handshake session, SSE, a server not known yet), is leased (`_leased`): opened and closed
+  by an owner task (`_keeper`), borrowed by the call;
+- a connection's runner (`_connection`), over its one live session.
+
+A call of a 2026-07-28 Streamable HTTP tool is these frames: `AgentTool.execute`, `MCPRun.__call__`,
+`Stateless._one_request`, `_session.call_tool`, then the SDK's `ClientSession.send_request`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias
+import contextlib
+import dataclasses
+import logging
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
+import anyio
 from pydantic import BaseModel
 
-from ..errors import UserError
+from .._calling import lent_elicitation
+from ..errors import MCPError, MCPTimeoutError, UserError
 from ..schema import schema_to_model, to_arguments
-from ..tools import AgentTool, AgentToolResult, ApprovalPolicy, UpdateCallback
-from ._call import run_stateless
-from ._content import render_mcp_content
+from ..tools import AgentTool, AgentToolResult, UpdateCallback
+from . import _errors, _http
+from ._errors import Attempt
+from ._http import HTTP_CLOSE_GRACE
+from ._input import with_defaults
+from ._keeper import Keeper, Lease
+from ._limits import CLOSE_MARGIN, DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
 from ._output import OutputCheck
-from ._session import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Endpoint, Session, Timeouts
+from ._protocol import TASKS_EXTENSION, Learned
+from ._sdk import ensure_sdk
+from ._session import Session, call_tool, open_session
+from ._toollist import Shared
 
 if TYPE_CHECKING:
+    from mcp import ClientSession
     from mcp import types as mcp_types
 
-    from ._servers import HttpServer, StdioServer
+    from ._policies import Policies
+    from ._servers import HttpServer, Server, StdioServer
 
-__all__ = [
-    "MCPRun",
-    "SchemaModel",
-    "StatelessCaller",
-    "ToolCaller",
-    "build_tool",
-    "make_mcp_agent_tool",
-    "stateless_caller",
-    "tool_spec",
-]
+__all__ = ["MCPRun", "Runner", "SchemaModel", "Stateless", "build_tool", "make_mcp_agent_tool", "tool_spec"]
 
-# How a tool reaches its server: (tool name, wire arguments, progress callback) -> the raw CallToolResult.
-ToolCaller: TypeAlias = Callable[[str, dict[str, Any], "UpdateCallback | None"], Awaitable[Any]]
+T = TypeVar("T")
+logger = logging.getLogger("cubepi.mcp")
+Work: TypeAlias = Callable[..., Awaitable[Any]]  # (session, *args) -> outcome
+# Pause before retry n (1-based): RETRY_BACKOFF * 2**(n-1), at most RETRY_BACKOFF_MAX seconds.
+RETRY_BACKOFF = 0.1
+RETRY_BACKOFF_MAX = 2.0
+
+
+class Runner:
+    """How the tools of one list reach their server (`Stateless`, or a connection's)."""
+
+    async def request(self, work: Work, *args: Any, tool_name: str | None = None) -> Any:
+        """`await work(session, *args)` on a session to the server; one readable `MCPError` on failure."""
+        raise NotImplementedError
+
+    def limiter(self) -> anyio.CapacityLimiter | None:
+        """The concurrency limit of the list's calls in this event loop (None: none)."""
+        return None
+
+    def remember(self, definitions: Mapping[str, mcp_types.Tool]) -> None:
+        """The listed tools whose calls need their definition (`_protocol.needs_definition`)."""
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+@dataclasses.dataclass
+class Opening:
+    """What opening a session to a list's server takes, as of one call. It refers to nothing that owns
+    the list, so that a spare session it opens does not keep the list alive."""
+
+    server: Server
+    timeouts: Timeouts
+    learned: Learned
+    kwargs: dict[str, Any]
+    keeper: Keeper | None = None
+    launch: Any = None  # stdio: `_stdio.launch_parameters`
+    tasks: Any = None  # a `_tasks.TaskWatch`, when the list consents to tasks
+    learn: Callable[[Session], None] | None = None
+
+    @contextlib.asynccontextmanager
+    async def session(
+        self, attempt: Attempt, opening: anyio.CancelScope | None = None
+    ) -> AsyncIterator[Session]:
+        keeper = self.keeper if self.server.kind == "http" else None
+        client = await keeper.lend_client(self._client) if keeper is not None else None
+        launch = None
+        if self.launch is not None:
+            launch, secrets = self.launch
+            attempt.add_secrets(secrets)
+        try:
+            async with open_session(
+                self.server,
+                self.timeouts,
+                self.learned,
+                attempt,
+                self.kwargs,
+                launch=launch,
+                client=client,
+                opening=opening,
+            ) as session:
+                session.tasks = self.tasks
+                if self.server.kind == "http":
+                    session.sibling = self.sibling
+                if self.learn is not None:
+                    self.learn(session)
+                yield session
+        finally:
+            if keeper is not None:
+                keeper.give_back()
+
+    def _client(self) -> Any:
+        return _http.http_client(self.server)  # type: ignore[arg-type]
+
+    @contextlib.asynccontextmanager
+    async def sibling(self) -> AsyncIterator[ClientSession]:
+        """Another fresh session to the server (a task's polls go out on their own)."""
+        quiet = dataclasses.replace(self, learn=None)
+        async with quiet.session(Attempt()) as session:
+            yield session.client
+
+    def leased(self, tool_name: str | None = None) -> Lease:
+        grace = None if self.server.kind == "stdio" else HTTP_CLOSE_GRACE
+        return Lease(self.session_for, tool_name=tool_name, grace=grace)
+
+    def session_for(self, lease: Lease) -> contextlib.AbstractAsyncContextManager[Session]:
+        return self.session(lease.attempt, lease.opening)
+
+
+class Stateless(Runner):
+    """The runner of a loaded list: every call gets a session no earlier call used (see the module
+    docstring). It owns `learned` and replaces it whole when a session finds more (`learn`)."""
+
+    def __init__(
+        self,
+        server: Server,
+        timeouts: Timeouts,
+        *,
+        callbacks: Mapping[str, Any] | None = None,
+        tasks: bool = True,
+        prespawn: bool = False,
+        max_concurrency: int | None = None,
+        learned: Learned | None = None,
+        owned: bool = True,
+    ) -> None:
+        self.server = server
+        self.timeouts = timeouts
+        self.callbacks = dict(callbacks or {})
+        self.tasks = tasks
+        self.prespawn = prespawn
+        self.max_concurrency = max_concurrency
+        self.owned = owned  # a list's runner: aclose() waits for sessions still closing (a limit is a bound)
+        self.shared = Shared(server.describe(), server.kind)
+        self.learned = Learned()
+        self.request = self._leased  # type: ignore[method-assign]
+        self.adopt(learned or Learned())
+
+    def describe(self) -> str:
+        return self.server.describe()
+
+    # -- what the runner knows -------------------------------------------------------------------------------
+
+    def adopt(self, learned: Learned) -> None:
+        """Replace what is known of the server, and choose the path of a call for it."""
+        self.learned = learned
+        kwargs = dict(self.callbacks)
+        protocol = learned.protocol
+        if self.tasks and protocol is not None and protocol.offers_tasks:
+            kwargs["extensions"] = {TASKS_EXTENSION: {}}
+        self._kwargs = kwargs
+        self.request = self._one_request if learned.one_request else self._leased  # type: ignore[method-assign]
+
+    def learn(self, session: Session) -> None:
+        """What a session found (the protocol, an ``"auto"`` server's transport), kept for later calls."""
+        learned = self.learned
+        if session.protocol != learned.protocol or session.transport != learned.transport:
+            self.adopt(dataclasses.replace(learned, protocol=session.protocol, transport=session.transport))
+
+    def forget_protocol(self) -> None:
+        self.adopt(dataclasses.replace(self.learned, protocol=None))
+
+    def remember(self, definitions: Mapping[str, mcp_types.Tool]) -> None:
+        self.adopt(dataclasses.replace(self.learned, definitions=dict(definitions)))
+
+    def opening(self, keeper: Keeper | None, *, learn: bool = True) -> Opening:
+        """What a session opened now takes (the SDK is imported here first: `_sdk.ensure_sdk`)."""
+        ensure_sdk()
+        self.server.check_travelled()
+        kwargs = self._kwargs
+        lent = lent_elicitation()
+        if lent is not None and "elicitation_callback" not in kwargs:
+            kwargs = {**kwargs, "elicitation_callback": with_defaults(lent)}
+        shared = self.shared
+        return Opening(
+            self.server,
+            self.timeouts,
+            self.learned,
+            kwargs,
+            keeper,
+            shared.launch(self.server) if self.server.kind == "stdio" else None,
+            shared.task_watch(self.timeouts, "elicitation_callback" in self.callbacks)
+            if self.tasks
+            else None,
+            self.learn if learn else None,
+        )
+
+    def spare_opening(self, keeper: Keeper) -> Opening:
+        """How a spare opens: with what the list knows now, and no way back to the list (which a spare
+        would keep alive)."""
+        return self.opening(keeper, learn=False)
+
+    def limiter(self) -> anyio.CapacityLimiter | None:
+        return None if self.max_concurrency is None else self.shared.limiter(self.max_concurrency)
+
+    # -- the two paths of a request --------------------------------------------------------------------------
+
+    async def _one_request(self, work: Work, *args: Any, tool_name: str | None = None) -> Any:
+        """A 2026-07-28 request over Streamable HTTP: the session adopts the discover result and sends
+        nothing but `work`'s request, from the caller's task; its end tells the server nothing (a
+        cancelled caller aborts the request, which does)."""
+        shared = self.shared
+        shared.check_open()
+        attempt = Attempt(tool_name=tool_name)
+        try:
+            async with self.opening(await shared.keeper(), learn=False).session(attempt) as session:
+                return await work(session, *args)
+        except BaseException as exc:
+            if _errors.is_cancellation(exc):
+                raise
+            if self._refused(exc):
+                return await self._leased(work, *args, tool_name=tool_name)
+            _errors.reraise(await attempt.error(exc, self.describe()))
+
+    async def _leased(self, work: Work, *args: Any, tool_name: str | None = None) -> Any:
+        """A request on a leased session (see `_keeper`): a limit that runs out raises at once while the
+        list's keeper goes on closing the session; anything else returns once the session has closed."""
+        shared = self.shared
+        shared.check_open()
+        keeper = await shared.keeper()
+        spare = await self._spare(keeper) if self.prespawn else None
+        lease = spare or self.opening(keeper).leased(tool_name)
+        lease.attempt.tool_name = tool_name
+        try:
+            if keeper is not None:
+                if spare is None:
+                    keeper.own(lease)
+                return await lease.borrow(work, *args, wait=spare is None)
+            async with anyio.create_task_group() as group:
+                group.start_soon(lease.own)
+                return await lease.borrow(work, *args)
+        except BaseException as exc:
+            if _errors.is_cancellation(exc):
+                raise
+            phase = lease.attempt.phase  # the phase it failed in (the owner goes on to close)
+            failure = await self._failure(exc, lease, bounded=keeper is not None and self.owned)
+            if failure is exc:
+                lease.attempt.phase = phase
+            if self._refused(failure):
+                return await self._leased(work, *args, tool_name=tool_name)
+            _errors.reraise(
+                await lease.attempt.error(failure, self.describe(), settled=lease.closed.is_set())
+            )
+        finally:
+            if keeper is not None and self.prespawn:
+                shared.spare_after(keeper, self.spare_opening)
+
+    async def _failure(self, exc: BaseException, lease: Lease, *, bounded: bool) -> BaseException:
+        """What to report for `exc`, once the session has closed; a limit that ran out is a bound (the
+        keeper goes on closing), and a lost connection is reported by what broke it."""
+        if isinstance(exc, MCPTimeoutError) or isinstance(lease.failure, MCPTimeoutError):
+            await lease.settle(CLOSE_MARGIN if bounded else math.inf)
+            return exc
+        await lease.settle()
+        closing = lease.failure
+        if closing is not None and closing is not exc and all(map(_errors.is_lost, _errors.leaves(exc))):
+            return closing
+        return exc
+
+    def _refused(self, exc: BaseException) -> bool:
+        """The server refused the protocol version found at load (its protocol changed): forget it, so that
+        the call is sent once more on a session that finds it again."""
+        refused = any(
+            _errors.sdk_code(leaf) == _errors.UNSUPPORTED_PROTOCOL_VERSION for leaf in _errors.leaves(exc)
+        )
+        if not refused or self.learned.protocol is None or self.server.protocol != "auto":
+            return False
+        self.forget_protocol()
+        return True
+
+    async def _spare(self, keeper: Keeper | None) -> Lease | None:
+        """The waiting spare, for this call, once it has started; None when there is none, or it failed
+        to start (a fresh session then reports why, or works). A spare was opened with the list's
+        callbacks: a call lent other ones opens its own session."""
+        lent = "elicitation_callback" not in self._kwargs and lent_elicitation() is not None
+        lease = None if lent else self.shared.take_spare(keeper)
+        if lease is None:
+            return None
+        try:
+            await lease.ready.wait()
+        except BaseException:
+            lease.interrupt()
+            raise
+        return lease if lease.session is not None else None
+
+    # -- travelling ------------------------------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["request"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.adopt(self.learned)
+
+
+class MCPRun:
+    """The `run` of an MCP tool: the server is called by the tool's own name with the wire arguments,
+    under the list's policies; the result is rendered and its ``structuredContent`` checked against
+    the `outputSchema`."""
+
+    def __init__(
+        self,
+        wire_name: str,
+        runner: Runner,
+        policies: Policies,
+        retries: int = 0,
+        output_schema: dict[str, Any] | None = None,
+    ) -> None:
+        self.wire_name = wire_name
+        self.runner = runner
+        self.policies = policies
+        self.retries = retries
+        self.output_schema = output_schema
+        self.output_check = OutputCheck(wire_name, output_schema)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["output_check"]  # its compiled validator stays here; made again from the schema
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.output_check = OutputCheck(self.wire_name, self.output_schema)
+
+    async def __call__(self, params: BaseModel, on_update: UpdateCallback | None) -> AgentToolResult:
+        arguments = to_arguments(params)
+        limiter = self.runner.limiter()
+        if limiter is not None:
+            try:  # a free slot is taken without a trip through the event loop
+                limiter.acquire_nowait()
+            except anyio.WouldBlock:
+                await limiter.acquire()
+        try:
+            if self.retries:
+                raw = await self._retrying(arguments, on_update)
+            else:
+                raw = await self.runner.request(
+                    call_tool, self.wire_name, arguments, on_update, tool_name=self.wire_name
+                )
+        finally:
+            if limiter is not None:
+                limiter.release()
+        return self.output_check.apply(raw, self.policies.render(raw))
+
+    async def _retrying(self, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
+        """The call, sent again up to `retries` times after a transport failure (never after the call's
+        own timeout: a slow tool would double the wait)."""
+        name = self.wire_name
+        for attempt in range(self.retries + 1):
+            try:
+                return await self.runner.request(call_tool, name, arguments, on_update, tool_name=name)
+            except MCPError as exc:
+                if attempt == self.retries or (isinstance(exc, MCPTimeoutError) and exc.phase == "call"):
+                    raise
+                logger.info(
+                    "retrying tool %r (retry %d of %d) after: %s", name, attempt + 1, self.retries, exc
+                )
+            await anyio.sleep(min(RETRY_BACKOFF * 2**attempt, RETRY_BACKOFF_MAX))
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
 def tool_spec(tool: Any) -> dict[str, Any]:
@@ -42,33 +401,12 @@ def tool_spec(tool: Any) -> dict[str, Any]:
     elif callable(getattr(tool, "model_dump", None)):
         spec = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
     else:
-        kind = type(tool).__name__
-        raise UserError(f"expected an MCP tool definition (mcp.types.Tool or dict), got {kind}")
+        raise UserError(
+            f"expected an MCP tool definition (mcp.types.Tool or dict), got {type(tool).__name__}"
+        )
     if not isinstance(spec.get("name"), str) or not spec["name"]:
         raise UserError("an MCP tool definition needs a non-empty 'name'")
     return spec
-
-
-class StatelessCaller:
-    """Calls that each open a fresh session to `endpoint`'s server and close it (a `ToolCaller`).
-
-    An object, not a closure: it pickles with its endpoint (server, protocol found, the list's shared
-    resources, which are made again where it lands).
-    """
-
-    def __init__(self, endpoint: Endpoint) -> None:
-        self.endpoint = endpoint
-
-    async def __call__(self, name: str, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
-        async def work(session: Session) -> mcp_types.CallToolResult:
-            return await session.call_tool(name, arguments, on_update)
-
-        return await run_stateless(self.endpoint, work, tool_name=name)
-
-
-def stateless_caller(endpoint: Endpoint) -> ToolCaller:
-    """Calls that each open a fresh session to `endpoint`'s server and close it."""
-    return StatelessCaller(endpoint)
 
 
 class SchemaModel:
@@ -83,68 +421,31 @@ class SchemaModel:
         return schema_to_model(self.schema, name=self.name)
 
 
-class MCPRun:
-    """The `run` of an MCP tool: the server is called by the tool's own name with the wire arguments; the
-    result is rendered and its ``structuredContent`` checked against the `outputSchema`."""
-
-    def __init__(
-        self,
-        wire_name: str,
-        call: ToolCaller,
-        render: Callable[[Any], AgentToolResult],
-        output_schema: dict[str, Any] | None,
-    ) -> None:
-        self.wire_name = wire_name
-        self.call = call
-        self.render = render
-        self.output_schema = output_schema
-        self.output_check = OutputCheck(wire_name, output_schema)
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["output_check"]  # its compiled validator stays here; made again from the schema
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self.output_check = OutputCheck(self.wire_name, self.output_schema)
-
-    async def __call__(self, params: BaseModel, on_update: UpdateCallback | None) -> AgentToolResult:
-        raw = await self.call(self.wire_name, to_arguments(params), on_update)
-        return self.output_check.apply(raw, self.render(raw))
-
-
 def build_tool(
-    spec: Mapping[str, Any],
-    call: ToolCaller,
-    *,
-    origin: str | None,
-    name: str | None = None,
-    render: Callable[[Any], AgentToolResult] = render_mcp_content,
-    needs_approval: ApprovalPolicy = False,
+    spec: Mapping[str, Any], runner: Runner, policies: Policies, *, name: str | None = None
 ) -> AgentTool:
     """The `AgentTool` for one tool definition; its model is built on first use, not here.
 
     `name` is the tool's name for the model (a prefixed one); the server is always called by its own.
     """
     wire_name: str = spec["name"]
-    name = wire_name if name is None else name
     input_schema = spec.get("inputSchema")
     if not isinstance(input_schema, dict):
         input_schema = {"type": "object", "properties": {}}
     annotations = spec.get("annotations")
+    annotations = annotations if isinstance(annotations, Mapping) else None
     output_schema = spec.get("outputSchema")
     output_schema = output_schema if isinstance(output_schema, dict) else None
     return AgentTool(
-        name=name,
+        name=wire_name if name is None else name,
         description=spec.get("description") or "",
         parameters=SchemaModel(input_schema, wire_name),
-        run=MCPRun(wire_name, call, render, output_schema),
+        run=MCPRun(wire_name, runner, policies, policies.retry_count(wire_name, annotations), output_schema),
         input_schema=input_schema,
-        annotations=annotations if isinstance(annotations, Mapping) else None,
+        annotations=annotations,
         output_schema=output_schema,
-        needs_approval=needs_approval,
-        origin=origin,
+        needs_approval=policies.approval(annotations),
+        origin=runner.describe(),
     )
 
 
@@ -156,14 +457,19 @@ def make_mcp_agent_tool(
     startup_timeout: float | None = SAME_AS_TIMEOUT,
     max_duration: float | None = DEFAULT_MAX_DURATION,
 ) -> AgentTool:
-    """Wrap one MCP tool definition (as `tools/list` returns it) as an `AgentTool` calling `server`.
+    """Wrap one MCP tool definition (as ``tools/list`` returns it) as an `AgentTool` calling `server`.
 
-    Every `execute` opens a fresh session to `server`, calls the tool and closes the session. Use this when
-    you already hold tool definitions; `load_mcp_tools` lists them for you. `timeout`, `startup_timeout`
-    and `max_duration` mean what they mean for `load_mcp_tools`.
+    Every `execute` opens a fresh session to `server`, calls the tool and closes the session (a call
+    returns once it has closed: with no list, nothing else would wait for it); the first finds the
+    server's protocol (and an ``"auto"`` server's transport), and later calls reuse what it found. Use
+    this when you already hold tool definitions; `load_mcp_tools` lists them for you. `timeout`,
+    `startup_timeout` and `max_duration` mean what they mean for `load_mcp_tools`.
     """
+    from ._policies import Policies
+
     if getattr(server, "kind", None) not in ("stdio", "http"):
-        kind = type(server).__name__
-        raise UserError(f"make_mcp_agent_tool needs a StdioServer or an HttpServer, got {kind}")
-    endpoint = Endpoint(server, Timeouts.from_options(timeout, startup_timeout, max_duration))
-    return build_tool(tool_spec(tool), stateless_caller(endpoint), origin=server.describe())
+        raise UserError(
+            f"make_mcp_agent_tool needs a StdioServer or an HttpServer, got {type(server).__name__}"
+        )
+    runner = Stateless(server, Timeouts.from_options(timeout, startup_timeout, max_duration), owned=False)
+    return build_tool(tool_spec(tool), runner, Policies(max_concurrency=None))

@@ -1,10 +1,10 @@
-"""`MCPToolList`: the list a loader returns, and what its stateless calls share.
+"""`MCPToolList`: the list a loader returns, and `Shared`: what the calls of its tools share.
 
-A loaded list is a plain ``list[AgentTool]`` (indexing, slicing, ``tools + my_tools`` all work) that also
-owns what makes its stateless calls cheap: the protocol found at load (on a 2026-07-28 server every call
-adopts its discover result: no handshake), one HTTP client (connection pool and TLS context) for an HTTP
-server, and with ``prespawn=True`` one spare stdio server process. Every call still gets a session no
-earlier call used.
+A loaded list is a plain ``list[AgentTool]`` (indexing, slicing, ``tools + my_tools`` all work) whose tools
+share, in each process, a `Shared`: the list's keeper in each event loop (`_keeper`: sessions still
+closing, the spare stdio server of ``prespawn=True``, the HTTP client and its idle connections), its
+stdio launch parameters (computed once), its concurrency limiters and the calls waiting on tasks. Every
+call still gets a session no earlier call used.
 
 ```python
 async with await load_mcp_tools_http("https://host/mcp") as tools:
@@ -12,47 +12,39 @@ async with await load_mcp_tools_http("https://host/mcp") as tools:
 # or: tools = await load_mcp_tools_http(...); ...; await tools.aclose()
 ```
 
-Closing is optional: an unclosed list is harmless. What it owns lives in background tasks of the event loop
-that first used it; they close when the list and all its tools are garbage-collected, and when that loop
-ends (``asyncio.run`` cancels them). After `aclose()`, calling one of the list's tools raises `UserError`.
-
-`await tools.refresh()` lists the server's tools again and updates the list in place (`ToolChanges` says
-what changed); a listing the server marked fresh (2026-07-28 ``ttlMs``) is reused until it expires.
+Closing is optional: an unclosed list is harmless. Its keepers end when the list and all its tools are
+garbage-collected, and when their event loop ends. After `aclose()`, calling one of its tools raises
+`UserError`. `await tools.refresh()` lists the server's tools again and updates the list in place
+(`ToolChanges` says what changed); a listing the server marked fresh (2026-07-28 ``ttlMs``) is reused
+until it expires.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import itertools
 import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from ..errors import UserError
 from ..tools import AgentTool, ensure_unique_names
-from ._background import Closings, Home, current_home
+from . import _errors
+from ._keeper import Keeper, Lease
 
 if TYPE_CHECKING:
-    import httpx2
+    from ._servers import StdioServer
+    from ._session import Session
+    from ._tasks import TaskWatch
 
-    from ._prespawn import SparePool
-    from ._session import Endpoint
-
-__all__ = [
-    "Listing",
-    "MCPToolList",
-    "SharedHttpClient",
-    "ToolChanges",
-    "ToolListEdit",
-    "ToolListResources",
-    "merge_changes",
-]
-
-T = TypeVar("T")
+__all__ = ["Listing", "MCPToolList", "Shared", "ToolChanges", "ToolListEdit", "merge_changes"]
 
 
 @dataclass(frozen=True)
@@ -120,22 +112,18 @@ class MCPToolList(list[AgentTool]):
     which are closed by `aclose()` on this list or when nothing refers to them any more.
     """
 
-    def __init__(
-        self, tools: Iterable[AgentTool] = (), *, resources: ToolListResources | None = None
-    ) -> None:
+    def __init__(self, tools: Iterable[AgentTool] = (), *, shared: Shared | None = None) -> None:
         super().__init__(tools)
-        self._resources = resources
+        self._shared = shared
         self._relist: Relister | None = None
         self._definitions: dict[str, Mapping[str, Any]] = {}
         self._own: dict[str, AgentTool] = {}  # the tools this list built, by name
         self._fresh_until: float | None = None
 
     @classmethod
-    def from_listing(
-        cls, listing: Listing, relist: Relister, *, resources: ToolListResources | None = None
-    ) -> MCPToolList:
+    def from_listing(cls, listing: Listing, relist: Relister, *, shared: Shared | None = None) -> MCPToolList:
         """The list of a loader: `listing`'s tools, refreshed by calling `relist`."""
-        tools = cls(listing.tools, resources=resources)
+        tools = cls(listing.tools, shared=shared)
         tools._relist = relist
         tools._absorb(listing)
         return tools
@@ -156,8 +144,8 @@ class MCPToolList(list[AgentTool]):
         """`refresh`, and the edit it made (for lists that hold these tools too)."""
         if self._relist is None:
             raise UserError("this list was not loaded from an MCP server; there is nothing to refresh")
-        if self._resources is not None:
-            self._resources.check_open()
+        if self._shared is not None:
+            self._shared.check_open()
         if not force and self._fresh_until is not None and time.monotonic() < self._fresh_until:
             return ToolChanges(), ToolListEdit()
         listing = await self._relist()
@@ -189,15 +177,16 @@ class MCPToolList(list[AgentTool]):
     @property
     def closed(self) -> bool:
         """True once `aclose()` ran (tools loaded from a live connection: never, the connection decides)."""
-        return self._resources is not None and self._resources.closed
+        return self._shared is not None and self._shared.closed
 
     async def aclose(self) -> None:
-        """Close the shared HTTP client and reap spare server processes; later calls raise `UserError`.
+        """Stop what the list runs beside its calls and wait for it (its keepers: sessions still closing,
+        the spare server, the shared HTTP client); later calls raise `UserError`.
 
         Idempotent. Tools loaded from a live connection do not own it: closing their list does nothing.
         """
-        if self._resources is not None:
-            await self._resources.aclose()
+        if self._shared is not None:
+            await self._shared.aclose()
 
     async def __aenter__(self) -> MCPToolList:
         return self
@@ -215,237 +204,192 @@ class MCPToolList(list[AgentTool]):
         return {**self.__dict__, "_fresh_until": None}
 
 
-class ToolListResources:
-    """What the stateless calls of one loaded list share; the `Endpoint` of its tools points here.
+class Shared:
+    """What the calls of one list share in one process (see the module docstring).
 
-    Pickled, it travels as what it is, not what it holds: in the process where it lands it is made again
-    empty (its HTTP client, its spare server pool made there on first use), once per process: every tool
-    of the list unpickled there shares it, however many times they were pickled.
+    Pickled, it travels as what it is, not what it holds: where it lands it is made again, empty, once
+    per process (every tool of the list unpickled there shares it), and keeps only whether it was closed.
     """
 
-    def __init__(self, describe: str, *, share_http: bool = True, token: str | None = None) -> None:
-        self.http = SharedHttpClient() if share_http else None
-        self.spares: SparePool | None = None
-        self.closings = Closings()  # sessions still closing after their call ran out of time
-        self.closed = False
-        self._describe = describe
-        # Run first when the list closes, while its HTTP client still works (the tasks its calls wait on).
-        self.closing: list[Callable[[], Awaitable[None]]] = []
+    def __init__(self, describe: str, kind: str, *, token: str | None = None) -> None:
+        self.describe = describe
+        self.kind = kind
         self.token = token or uuid.uuid4().hex
-        self.prespawn = False
+        self.closed = False
+        self._keepers: dict[asyncio.AbstractEventLoop, Keeper] = {}
+        self._finalizer = weakref.finalize(self, _stop_keepers, self._keepers)
+        self._launch: Any = None
+        self._watch: TaskWatch | None = None
+        self._limiters: weakref.WeakKeyDictionary[Any, anyio.CapacityLimiter] = weakref.WeakKeyDictionary()
         _IN_THIS_PROCESS[self.token] = self
 
     def __reduce__(self) -> tuple[Any, ...]:
-        shared = (self.token, self._describe, self.http is not None, self.prespawn, self.closed)
-        return _resources_here, shared
-
-    def adopt(self, endpoint: Endpoint, *, armed: bool = True) -> None:
-        """Make the spare pool of a list that prespawns, for `endpoint`; `armed`: it may start spares
-        (not while the list is being loaded)."""
-        if self.prespawn and self.spares is None:
-            from ._prespawn import SparePool
-
-            self.spares = SparePool(endpoint)
-            self.spares.armed = armed
+        return _shared_here, (self.token, self.describe, self.kind, self.closed)
 
     def check_open(self) -> None:
         if self.closed:
             raise UserError(
-                f"the tool list of {self._describe} was closed (aclose); load the tools again to call them"
+                f"the tool list of {self.describe} was closed (aclose); load the tools again to call them"
             )
 
-    @contextlib.asynccontextmanager
-    async def http_client(self, make: Callable[[], httpx2.AsyncClient]) -> AsyncIterator[httpx2.AsyncClient]:
-        """The client a session to an HTTP server uses: the shared one when this loop is its home."""
-        self.check_open()
-        if self.http is None:
-            async with make() as client:
-                yield client
-        else:
-            async with self.http.lease(make) as client:
-                yield client
+    async def keeper(self) -> Keeper | None:
+        """The list's keeper in the running asyncio loop, started on first use (None under another
+        backend: the call then owns its session itself)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        keeper = self._keepers.get(loop)
+        if keeper is None or keeper.finished:
+            for old in [old for old in self._keepers if old.is_closed()]:
+                del self._keepers[old]
+            keeper = self._keepers[loop] = Keeper()
+            keeper.launch(loop)
+        if keeper.group is None:
+            await keeper.ready.wait()
+        return keeper if keeper.group is not None else None
 
     async def aclose(self) -> None:
+        """Stop the calls waiting on tasks, then every keeper; wait (shielded) for this loop's."""
         if self.closed:
             return
         self.closed = True
-        for hook in self.closing:
-            await hook()
-        if self.http is not None:
-            await self.http.aclose()
-        if self.spares is not None:
-            await self.spares.aclose()
-        await self.closings.wait()
+        self._finalizer.detach()
+        with anyio.CancelScope(shield=True):
+            if self._watch is not None:
+                await self._watch.cancel_all()
+            try:
+                current = asyncio.get_running_loop()
+            except RuntimeError:
+                current = None
+            for loop, keeper in list(self._keepers.items()):
+                if loop is current:
+                    await keeper.aclose()
+                elif not loop.is_closed():
+                    loop.call_soon_threadsafe(keeper.stop)
+
+    # -- what calls reuse ----------------------------------------------------------------------------------
+
+    def launch(self, server: StdioServer) -> Any:
+        """What spawning the list's stdio server takes, found once in this process."""
+        if self._launch is None:
+            from ._stdio import launch_parameters
+
+            self._launch = launch_parameters(server)
+        return self._launch
+
+    def task_watch(self, timeouts: Any, elicits: bool) -> TaskWatch:
+        """The list's calls waiting on tasks (one watch per list and process: `aclose()` stops them)."""
+        if self._watch is None:
+            from ._tasks import TaskWatch
+
+            self._watch = TaskWatch(timeouts, elicits, self.describe)
+        return self._watch
+
+    def limiter(self, size: int) -> anyio.CapacityLimiter:
+        """The concurrency limiter of the running event loop: a list's calls in one loop share it."""
+        loop = anyio.lowlevel.current_token().native_token
+        found = self._limiters.get(loop)
+        if found is None:
+            found = self._limiters[loop] = anyio.CapacityLimiter(size)
+        return found
+
+    # -- the spare stdio server (prespawn=True) ------------------------------------------------------------
+
+    def take_spare(self, keeper: Keeper | None) -> Lease | None:
+        """The waiting spare of this loop, for one call (it may still be starting)."""
+        if keeper is None:
+            return None
+        keeper.calls += 1
+        spare, keeper.spare = keeper.spare, None
+        return spare
+
+    async def prime(self, opening: Callable[[Keeper], Any]) -> None:
+        """The list is loaded: the loading loop starts its first spare now."""
+        keeper = await self.keeper()
+        if keeper is not None:
+            keeper.primed = True
+            self.spare_after(keeper, opening)
+
+    def spare_after(self, keeper: Keeper, opening: Callable[[Keeper], Any]) -> None:
+        """Start the next spare, once a call is done: in the loop that loaded the list, or in one that has
+        called twice (``execute_sync`` runs a loop per call, whose spare would only be killed with it)."""
+        started = keeper.spare is None and keeper.group is not None and not self.closed
+        if started and (keeper.primed or keeper.calls >= 2):
+            keeper.spare = keeper.own(Lease(_Warmed(opening(keeper))))
+            self.spawned += 1
+
+    spawned = 0  # spares started (for tests)
+
+    async def wait_spare(self) -> bool:
+        """Wait until this loop's spare has started; True if one is ready (for tests and benchmarks)."""
+        keeper = await self.keeper()
+        spare = keeper.spare if keeper is not None else None
+        if spare is None:
+            return False
+        await spare.ready.wait()
+        return spare.session is not None
 
 
-_IN_THIS_PROCESS: weakref.WeakValueDictionary[str, ToolListResources] = weakref.WeakValueDictionary()
+class _Warmed:
+    """Opens a spare session and warms it up (`warm_up`) before it is ready."""
+
+    def __init__(self, opening: Any) -> None:
+        self.opening = opening
+
+    @contextlib.asynccontextmanager
+    async def __call__(self, lease: Lease) -> AsyncIterator[Session]:
+        async with self.opening.session(lease.attempt, lease.opening) as session:
+            await warm_up(session)
+            yield session
 
 
-def _resources_here(
-    token: str, describe: str, share_http: bool, prespawn: bool, closed: bool
-) -> ToolListResources:
-    """The resources of a pickled list in this process: the ones already here, or new empty ones."""
+# The name a spare session's warm-up asks for (see `warm_up`); no listed tool has it.
+WARM_UP_TOOL = "cubepi-warm-up"
+
+
+async def warm_up(session: Session) -> None:
+    """Run the server's code paths of a listing and of a call once, so that the call that takes this spare
+    does not pay for them; also checks the server still answers.
+
+    A new server's first requests run cold code (a node server's first ``tools/call`` takes several times
+    as long as later ones). This lists the tools (one page), then asks for a tool none of them is named
+    (`WARM_UP_TOOL`, numbered past any listed name): the server answers that no such tool exists, having
+    run its request parsing and call dispatch, and no tool has run. A transport failure raises.
+    """
+    from mcp import types
+    from mcp.shared.exceptions import MCPError as SdkError
+
+    session.attempt.phase = "list"
+    limit = session.timeouts.list
+    with anyio.fail_after(None if limit is None else limit + (session.starting or 0)):
+        listed = await session.client.list_tools()
+        session.starting = None
+        names = {tool.name for tool in listed.tools}
+        probe = next(name for n in itertools.count() if (name := f"{WARM_UP_TOOL}-{n}") not in names)
+        request = types.CallToolRequest(params=types.CallToolRequestParams(name=probe, arguments={}))
+        try:
+            await session.client.send_request(request, types.CallToolResult)
+        except SdkError as exc:  # "no such tool": what was asked for
+            if _errors.is_transport_error(exc):
+                raise
+
+
+_IN_THIS_PROCESS: weakref.WeakValueDictionary[str, Shared] = weakref.WeakValueDictionary()
+
+
+def _shared_here(token: str, describe: str, kind: str, closed: bool) -> Shared:
+    """The `Shared` of a pickled list in this process: the one already here, or a new empty one."""
     found = _IN_THIS_PROCESS.get(token)
     if found is None:
-        found = ToolListResources(describe, share_http=share_http, token=token)
-        found.prespawn = prespawn
+        found = Shared(describe, kind, token=token)
         found.closed = closed
     return found
 
 
-# How long a list's idle connections stay open after its last call, for the next call to reuse.
-IDLE_GRACE = 1.0
-
-
-@dataclass
-class _Kept:
-    """A client and the keeper task that closes its idle connections `IDLE_GRACE` after the last call,
-    and the client itself when told to, or when its loop ends."""
-
-    client: httpx2.AsyncClient
-    home: Home
-    stop: anyio.Event = field(default_factory=anyio.Event)
-    done: anyio.Event = field(default_factory=anyio.Event)
-    wake: anyio.Event = field(default_factory=anyio.Event)  # the last call ended, or stop
-    # No call starts while idle sockets close; a free gate is passed without a trip through the loop.
-    gate: anyio.Lock = field(default_factory=lambda: anyio.Lock(fast_acquire=True))
-    leases: int = 0
-    released_at: float = 0.0
-    finished: bool = False
-
-    def halt(self) -> None:
-        self.stop.set()
-        self.wake.set()
-
-    def release(self) -> None:
-        self.leases -= 1
-        if self.leases == 0:
-            self.released_at = anyio.current_time()
-            self.wake.set()
-
-    async def keep(self) -> None:
-        try:
-            while not self.stop.is_set():
-                await self.wake.wait()
-                self.wake = anyio.Event()
-                await self._close_when_idle()
-        finally:
-            with anyio.CancelScope(shield=True):
-                with contextlib.suppress(Exception):  # sockets already gone
-                    await self.client.aclose()
-            self.finished = True
-            self.done.set()
-
-    async def _close_when_idle(self) -> None:
-        while not self.stop.is_set() and self.leases == 0:
-            wait = self.released_at + IDLE_GRACE - anyio.current_time()
-            if wait <= 0:
-                async with self.gate:
-                    if self.leases == 0:
-                        await _close_idle_connections(self.client)
-                return
-            with anyio.move_on_after(wait):
-                await self.stop.wait()
-
-
-class SharedHttpClient:
-    """One httpx2 client shared by a list's calls in its home loop; elsewhere a client per call.
-
-    Sharing saves the client itself (its TLS context costs tens of milliseconds to build) and the
-    connections of its pool: a call that follows another within `IDLE_GRACE` seconds reuses its warm
-    connection (on a 2026-07-28 server, one POST and no connect). Once no call has run for `IDLE_GRACE`,
-    the pool's idle connections are closed: an idle list keeps no socket open.
-
-    httpx2 clients (their pooled connections) belong to one event loop. The first call made in an asyncio
-    loop makes it the home: the client is created there and kept by a task of that loop. Calls made from
-    another loop (``execute_sync`` runs one per call) get a client of their own, closed with the call.
-    When the home loop has ended, the next call makes its own loop the new home.
-    """
-
-    def __init__(self) -> None:
-        self._kept: _Kept | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
-        self.created = 0  # clients made for sharing (for tests)
-        self.closed = False
-
-    def _current(self, make: Callable[[], httpx2.AsyncClient]) -> _Kept | None:
-        kept = self._kept
-        if kept is not None and (kept.finished or not kept.home.is_alive()):
-            self._kept = kept = None
-        if kept is None and not self.closed:
-            home = current_home()
-            if home is not None:
-                kept = self._kept = _Kept(make(), home)
-                self.created += 1
-                home.spawn(kept.keep(), name="cubepi-mcp-http-client")
-                if self._finalizer is not None:
-                    self._finalizer.detach()
-                self._finalizer = weakref.finalize(self, home.call_soon, kept.halt)
-        return kept
-
-    @contextlib.asynccontextmanager
-    async def lease(self, make: Callable[[], httpx2.AsyncClient]) -> AsyncIterator[httpx2.AsyncClient]:
-        kept = self._current(make)
-        if kept is not None and kept.home.is_current():
-            async with kept.gate:
-                kept.leases += 1
-            try:
-                yield kept.client
-            finally:
-                kept.release()
-            return
-        async with make() as client:
-            yield client
-
-    async def aclose(self) -> None:
-        self.closed = True
-        kept, self._kept = self._kept, None
-        if self._finalizer is not None:
-            self._finalizer.detach()
-        if kept is None or kept.finished:
-            return
-        if kept.home.is_current():
-            kept.halt()
-            await kept.done.wait()
-        else:
-            kept.home.call_soon(kept.halt)
-
-
-async def _close_idle_connections(client: httpx2.AsyncClient) -> None:
-    """Close the connections of `client`'s pool that no request uses (httpcore2's pool drops them)."""
-    pool = getattr(getattr(client, "_transport", None), "_pool", None)
-    for connection in list(getattr(pool, "connections", ())):
-        with contextlib.suppress(Exception):
-            if connection.is_idle():
-                await connection.aclose()
-
-
-def prepare_resources(endpoint: Endpoint, *, prespawn: bool) -> ToolListResources:
-    """The resources of a list about to be loaded from `endpoint`, attached to it (`prespawn`: stdio only)."""
-    kind = endpoint.server.kind
-    if not isinstance(prespawn, bool):
-        raise UserError(f"prespawn must be True or False, got {prespawn!r}")
-    if prespawn and kind != "stdio":
-        raise UserError("prespawn=True applies to stdio servers (an HTTP server has no process to start)")
-    resources = ToolListResources(endpoint.describe(), share_http=kind == "http")
-    resources.prespawn = prespawn
-    resources.adopt(endpoint, armed=False)
-    endpoint.resources = resources
-    return resources
-
-
-async def guard(resources: ToolListResources, loading: Awaitable[T]) -> T:
-    """Await `loading`; if it fails, close `resources` before the error propagates; else start spares.
-
-    The first spare starts once the tools are listed, so that loading takes the server's time only.
-    """
-    try:
-        result = await loading
-    except BaseException:
-        with anyio.CancelScope(shield=True):
-            await resources.aclose()
-        raise
-    if resources.spares is not None:
-        resources.spares.armed = True
-        resources.spares.start()
-    return result
+def _stop_keepers(keepers: dict[asyncio.AbstractEventLoop, Keeper]) -> None:
+    """The list was garbage-collected: tell its keepers to stop (from any thread)."""
+    for loop, keeper in list(keepers.items()):
+        with contextlib.suppress(RuntimeError):  # a loop closed meanwhile
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(keeper.stop)

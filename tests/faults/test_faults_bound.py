@@ -41,14 +41,21 @@ def children() -> set[int]:
 
 
 @pytest.mark.parametrize(
-    ("limits", "limit", "keyword"),
-    [({"timeout": 1.0}, 1.0, "timeout"), ({"timeout": 30.0, "max_duration": 1.0}, 1.0, "max_duration")],
+    ("protocol", "limits", "limit", "keyword"),
+    [
+        # A handshake-era server is known to be up once initialized: the call gets `timeout`.
+        ("legacy", {"timeout": 1.0, "startup_timeout": 30}, 1.0, "(timeout; phase: call)"),
+        ("auto", {"timeout": 30.0, "max_duration": 1.0}, 1.0, "max_duration"),
+        # A new 2026-07-28 process that answers nothing at all (not even server/discover) never showed it
+        # was up: its first request ends at the start-up limit.
+        ("auto", {"timeout": 1.0, "startup_timeout": 2.0}, 2.0, "(startup_timeout; phase: startup)"),
+    ],
 )
 async def test_a_limit_that_runs_out_does_not_wait_for_a_deaf_server(
-    limits: dict[str, Any], limit: float, keyword: str
+    protocol: str, limits: dict[str, Any], limit: float, keyword: str
 ) -> None:
     leaks = Leaks()
-    tools = await load_mcp_tools(stdio_server("deaf_call"), startup_timeout=30, **limits)
+    tools = await load_mcp_tools(stdio_server("deaf_call", protocol=protocol), **limits)
     echo = next(tool for tool in tools if tool.name == "echo")
     before = children()
     started = time.monotonic()
@@ -71,7 +78,7 @@ async def test_the_loop_end_waits_for_a_shutdown_in_the_background() -> None:
     outcome: list[BaseException] = []
 
     async def scenario() -> None:
-        tools = await load_mcp_tools(stdio_server("deaf_call"), timeout=1.0, startup_timeout=30)
+        tools = await load_mcp_tools(stdio_server("deaf_call"), timeout=1.0, startup_timeout=2)
         echo = next(tool for tool in tools if tool.name == "echo")
         try:
             await echo.execute({"message": "hi"})

@@ -12,7 +12,7 @@ import pytest
 from cubepi import MCPError
 from cubepi.mcp import HttpServer, load_mcp_tools
 from cubepi.mcp._redact import MASK
-from cubepi.mcp._stderr import DEFAULT_LIMIT
+from cubepi.mcp._stdio import STDERR_LIMIT as DEFAULT_LIMIT
 
 from .conftest import HttpFaults, Leaks, stdio_server
 

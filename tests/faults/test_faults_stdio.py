@@ -90,11 +90,15 @@ async def test_server_hangs_while_loading_times_out_naming_the_phase(
     await leaks.check()
 
 
-@pytest.mark.parametrize("mode", ["hang_call", "deaf_call"])
-async def test_server_hangs_in_call_times_out_naming_the_phase(mode: str) -> None:
-    """`deaf_call` also stops reading stdin, so only SIGTERM ends it: the process is still gone."""
+@pytest.mark.parametrize(
+    ("mode", "protocol"), [("hang_call", "auto"), ("hang_call", "legacy"), ("deaf_call", "legacy")]
+)
+async def test_server_hangs_in_call_times_out_naming_the_phase(mode: str, protocol: str) -> None:
+    """`deaf_call` also stops reading stdin, so only SIGTERM ends it: the process is still gone. On a
+    2026-07-28 server (``"auto"``) the call is the new process's first request: after `timeout` of silence
+    ``server/discover`` is asked, and its answer shows the server is up."""
     leaks = Leaks()
-    tools = await load_mcp_tools(stdio_server(mode), timeout=1.0, startup_timeout=30)
+    tools = await load_mcp_tools(stdio_server(mode, protocol=protocol), timeout=1.0, startup_timeout=30)
     echo = next(item for item in tools if item.name == "echo")
     started = time.monotonic()
     with pytest.raises(MCPTimeoutError) as caught:
@@ -106,6 +110,24 @@ async def test_server_hangs_in_call_times_out_naming_the_phase(mode: str) -> Non
     assert_timeout_message(error, "call", 1)
     assert elapsed < 6, f"took {elapsed:.1f} s"
     await still_works()
+    await leaks.check()
+
+
+async def test_a_new_process_deaf_from_its_first_request_is_a_startup_timeout() -> None:
+    """A 2026-07-28 process that reads the call, then nothing more, never shows it is up (the probe goes
+    unanswered): the call ends at `startup_timeout`, which it names, not at the deaf server's shutdown."""
+    leaks = Leaks()
+    tools = await load_mcp_tools(stdio_server("deaf_call"), timeout=1.0, startup_timeout=3)
+    echo = next(item for item in tools if item.name == "echo")
+    started = time.monotonic()
+    with pytest.raises(MCPTimeoutError) as caught:
+        await echo.execute({"message": "hi"})
+    elapsed = time.monotonic() - started
+    assert (caught.value.phase, caught.value.limit) == ("startup", 3.0)
+    assert_timeout_message(caught.value, "startup", 3)
+    assert "raise startup_timeout" in str(caught.value)
+    assert 3 <= elapsed < 6, f"took {elapsed:.1f} s"
+    await tools.aclose()
     await leaks.check()
 
 

@@ -15,8 +15,9 @@ from conftest import LeakChecker, RunningServer, free_port, plain_http_server
 
 from cubepi import ImageContent, MCPError, MCPTimeoutError, TextContent, ToolUpdate
 from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http, make_mcp_agent_tool
-from cubepi.mcp._call import run_stateless
-from cubepi.mcp._session import Endpoint, Session, Timeouts
+from cubepi.mcp._limits import Timeouts
+from cubepi.mcp._session import list_tools
+from cubepi.mcp._tool import Stateless
 
 
 @pytest.fixture(params=["streamable-http", "sse"])
@@ -93,23 +94,19 @@ async def test_headers_and_auth_reach_the_server(kitchen_url: str) -> None:
 
 
 async def test_auto_finds_sse_and_remembers_it(kitchen_sse: RunningServer) -> None:
-    endpoint = Endpoint(HttpServer(kitchen_sse.url), Timeouts.from_options(20))
-
-    async def names(session: Session) -> list[str]:
-        return [t.name for t in await session.list_tools()]
-
-    assert "echo" in await run_stateless(endpoint, names)
-    assert endpoint.http_transport == "sse"
+    runner = Stateless(HttpServer(kitchen_sse.url), Timeouts.from_options(20))
+    listed, _ = await runner.request(list_tools)
+    assert "echo" in [t.name for t in listed]
+    assert runner.learned.transport == "sse"
+    await runner.shared.aclose()
 
 
 async def test_auto_prefers_streamable_http(kitchen_http: RunningServer) -> None:
-    endpoint = Endpoint(HttpServer(kitchen_http.url), Timeouts.from_options(20))
-
-    async def names(session: Session) -> list[str]:
-        return [t.name for t in await session.list_tools()]
-
-    assert "echo" in await run_stateless(endpoint, names)
-    assert endpoint.http_transport == "streamable-http"
+    runner = Stateless(HttpServer(kitchen_http.url), Timeouts.from_options(20))
+    listed, _ = await runner.request(list_tools)
+    assert "echo" in [t.name for t in listed]
+    assert runner.learned.transport == "streamable-http"
+    await runner.shared.aclose()
 
 
 async def test_call_timeout_and_cancellation_leave_no_connection(

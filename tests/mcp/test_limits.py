@@ -18,9 +18,9 @@ from cubepi import UserError
 from cubepi.mcp import HttpServer
 from cubepi.mcp import _http as http_module
 from cubepi.mcp._errors import describe_failure
-from cubepi.mcp._http import _bound_body, _bounded_body_type, _client_type
+from cubepi.mcp._http import _bounded_type, _client_type
 from cubepi.mcp._limits import ResponseTooLarge, check_response_bytes, sse_limit_hit
-from cubepi.mcp._process import _LineAligned
+from cubepi.mcp._stdio import StdioProcess, _LineAligned, tracking
 
 
 class Chunks(ByteReceiveStream):
@@ -148,7 +148,7 @@ class Slow(httpx2.AsyncByteStream):
 
 
 async def test_a_body_of_exactly_the_limit_passes_one_byte_more_fails() -> None:
-    bounded = _bounded_body_type()
+    bounded = _bounded_type()
     assert b"".join([part async for part in bounded(Slow(b"ab", b"cde"), 5)]) == b"abcde"
     with pytest.raises(ResponseTooLarge, match="max_response_bytes=5 "):
         async for _ in bounded(Slow(b"ab", b"cdef"), 5):
@@ -166,16 +166,24 @@ async def test_a_body_of_exactly_the_limit_passes_one_byte_more_fails() -> None:
         ("text/html", None, False),
     ],
 )
-async def test_the_response_hook_bounds_bodies_but_not_event_streams(
+async def test_the_client_bounds_bodies_but_not_event_streams(
     content_type: str, limit: int | None, wrapped: bool
 ) -> None:
-    response = httpx2.Response(200, headers={"content-type": content_type}, stream=Slow(b"x" * 20))
-    await _bound_body(limit, response)
-    assert (type(response.stream) is _bounded_body_type()) is wrapped
+    async def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": content_type}, stream=Slow(b"x" * 20))
+
+    async with client_with(httpx2.MockTransport(answer), limit) as client:
+        response = await client.send(client.build_request("POST", "http://127.0.0.1:9/mcp"), stream=True)
+        assert (type(response.stream) is _bounded_type()) is wrapped
+        if wrapped:
+            with pytest.raises(ResponseTooLarge):
+                await response.aread()
 
 
-def client_with(handler: httpx2.MockTransport) -> httpx2.AsyncClient:
-    return _client_type()(transport=handler)
+def client_with(handler: httpx2.MockTransport, limit: int | None = None) -> httpx2.AsyncClient:
+    client = _client_type()(transport=handler)
+    client.guard(limit, ())
+    return client  # type: ignore[no-any-return]
 
 
 async def test_ending_a_session_is_bounded_in_all_body_included(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -211,9 +219,7 @@ def test_the_client_keeps_the_server_limit() -> None:
     from cubepi.mcp._http import http_client
 
     client = http_client(HttpServer("http://127.0.0.1:9/mcp", max_response_bytes=123))
-    hooks = client.event_hooks["response"]
-    assert any(getattr(hook, "args", None) == (123,) for hook in hooks)
-    assert isinstance(client, _client_type())
+    assert isinstance(client, _client_type()) and client._limit == 123
 
 
 async def test_a_tracked_server_process_gets_the_line_bound_and_reports_its_exit() -> None:
@@ -221,12 +227,9 @@ async def test_a_tracked_server_process_gets_the_line_bound_and_reports_its_exit
 
     import mcp.client.stdio as sdk_stdio
 
-    from cubepi.mcp._process import ProcessInfo, track_process
-
-    info = ProcessInfo()
-    info.max_line = 5
+    info = StdioProcess(max_line=5)
     assert info.returncode is None
-    with track_process(info):
+    with tracking(info):
         process = await sdk_stdio._create_platform_compatible_process(
             command=sys.executable, args=["-c", "print('x' * 20); raise SystemExit(3)"]
         )
@@ -234,7 +237,7 @@ async def test_a_tracked_server_process_gets_the_line_bound_and_reports_its_exit
     # What the SDK's shutdown looks for to close the asyncio transport (else a warning at exit).
     assert getattr(getattr(process, "_process", None), "_transport", None) is not None
     wrapped = sdk_stdio._create_platform_compatible_process
-    with track_process(ProcessInfo()):  # installing again wraps nothing twice
+    with tracking(StdioProcess()):  # installing again wraps nothing twice
         assert sdk_stdio._create_platform_compatible_process is wrapped
     assert process.stdout is not None and process.stdin is not None and process.stderr is None
     with pytest.raises(ResponseTooLarge):
@@ -259,9 +262,7 @@ async def test_a_tracked_process_passes_signals_on(stop: str) -> None:
 
     import mcp.client.stdio as sdk_stdio
 
-    from cubepi.mcp._process import ProcessInfo, track_process
-
-    with track_process(ProcessInfo()) as info:
+    with tracking(StdioProcess()) as info:
         process = await sdk_stdio._create_platform_compatible_process(
             command=sys.executable, args=["-c", "import time; time.sleep(60)"]
         )

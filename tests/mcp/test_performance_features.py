@@ -30,7 +30,7 @@ from cubepi.mcp import (
     HttpServer,
     MCPToolList,
     StdioServer,
-    _open,
+    _http,
     _tool,
     load_mcp_tools,
     load_mcp_tools_http,
@@ -157,16 +157,16 @@ def ended(exchanges: list[Exchange]) -> dict[str, int]:
 
 @pytest.fixture
 def http_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[HttpLog]:
-    """Watch every HTTP client the MCP sessions build (`cubepi.mcp._open.http_client`)."""
+    """Watch every HTTP client the MCP sessions build (`cubepi.mcp._http.http_client`)."""
     log = HttpLog()
-    real = _open.http_client
+    real = _http.http_client
 
     def watched(server: HttpServer) -> Any:
         client = real(server)
         log.watch(client)
         return client
 
-    monkeypatch.setattr(_open, "http_client", watched)
+    monkeypatch.setattr(_http, "http_client", watched)
     yield log
 
 
@@ -372,9 +372,9 @@ def test_an_unclosed_http_list_is_harmless_at_exit(protocol: str, kitchen_http: 
             f"""
         import asyncio
         import json
-        from cubepi.mcp import _open, load_mcp_tools_http
+        from cubepi.mcp import _http, load_mcp_tools_http
 
-        make = _open.http_client
+        make = _http.http_client
 
         def recording(server):
             client = make(server)
@@ -385,7 +385,7 @@ def test_an_unclosed_http_list_is_harmless_at_exit(protocol: str, kitchen_http: 
             client.event_hooks["response"].append(record)
             return client
 
-        _open.http_client = recording
+        _http.http_client = recording
 
         async def main():
             tools = await load_mcp_tools_http(
@@ -584,13 +584,13 @@ def test_prespawn_list_used_from_later_loops(counter_script: Path) -> None:
     before = children()
     for _ in range(2):
         assert whoami.execute_sync({}).text.split()[1] == "1"
-    assert tools._resources is not None and tools._resources.spares is not None
-    spawned = tools._resources.spares.spawned
+    assert tools._shared is not None
+    spawned = tools._shared.spawned
 
     async def later() -> list[str]:
         replies = [(await whoami.execute({})).text for _ in range(2)]  # the second call starts a spare
-        assert tools._resources is not None and tools._resources.spares is not None
-        assert await tools._resources.spares.wait_ready()
+        assert tools._shared is not None
+        assert await tools._shared.wait_spare()
         replies.append((await whoami.execute({})).text)
         await tools.aclose()
         return replies

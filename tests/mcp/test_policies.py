@@ -23,7 +23,10 @@ from cubepi.mcp import (
     load_mcp_tools_http,
     load_mcp_tools_stdio,
 )
+from cubepi.mcp._limits import Timeouts
+from cubepi.mcp._loader import Lister
 from cubepi.mcp._policies import Policies, is_destructive, is_retry_safe
+from cubepi.mcp._tool import Stateless
 from cubepi.tools import ensure_unique_names
 
 ANNOTATED = SERVERS / "annotated.py"
@@ -110,15 +113,13 @@ async def test_bad_policies_fail_before_connecting(option: str, value: Any) -> N
 
 
 def test_a_listing_whose_names_collide_is_rejected() -> None:
-    async def call(name: str, arguments: dict[str, Any], on_update: Any) -> Any:
-        raise AssertionError("not called")
-
+    runner = Stateless(HttpServer("http://a/mcp"), Timeouts())
     twice = [{"name": "fetch"}, {"name": "fetch"}]
     with pytest.raises(UserError, match="two tools are named 'web__fetch'"):
-        Policies.create(prefix="web").build(twice, call, origin="http server http://a/mcp")
+        Lister(runner, Policies.create(prefix="web")).build(twice)
     dotted = [{"name": "a.b"}, {"name": "a_b"}]
     with pytest.raises(UserError, match="both become 'a_b'"):
-        Policies.create().build(dotted, call, origin="http server http://a/mcp")
+        Lister(runner, Policies.create()).build(dotted)
 
 
 async def test_combined_lists_name_both_origins(annotated_http: RunningServer, kitchen_http: Any) -> None:

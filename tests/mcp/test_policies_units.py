@@ -12,8 +12,10 @@ import pytest
 from mcp import types
 
 from cubepi import AgentToolResult, ImageContent, MCPError, MCPTimeoutError, TextContent, UserError
-from cubepi.mcp import _policies
+from cubepi.mcp import _policies, _tool
+from cubepi.mcp._loader import Lister
 from cubepi.mcp._policies import Policies
+from cubepi.mcp._toollist import Shared
 
 OK = {"content": [{"type": "text", "text": "ok"}]}
 
@@ -22,19 +24,22 @@ def spec(name: str, **annotations: bool) -> dict[str, Any]:
     return {"name": name, "inputSchema": {"type": "object"}, "annotations": annotations or None}
 
 
-class Caller:
-    """A `ToolCaller` that raises `failures` (in order), then returns `result`; it counts its calls."""
+class Caller(_tool.Runner):
+    """A runner that raises `failures` (in order), then returns `result`; it counts its calls."""
 
     def __init__(self, *failures: BaseException, result: Any = OK) -> None:
         self.failures = list(failures)
         self.result = result
-        self.calls: list[str] = []
+        self.calls: list[str | None] = []
 
-    async def __call__(self, name: str, arguments: dict[str, Any], on_update: Any) -> Any:
-        self.calls.append(name)
+    async def request(self, work: Any, *args: Any, tool_name: str | None = None) -> Any:
+        self.calls.append(tool_name)
         if self.failures:
             raise self.failures.pop(0)
         return self.result
+
+    def describe(self) -> str:
+        return "fake server"
 
 
 @pytest.fixture
@@ -49,7 +54,7 @@ def pauses(monkeypatch: pytest.MonkeyPatch) -> list[float]:
         async def sleep(self, seconds: float) -> None:
             seen.append(seconds)
 
-    monkeypatch.setattr(_policies, "anyio", Recording())
+    monkeypatch.setattr(_tool, "anyio", Recording())
     return seen
 
 
@@ -57,9 +62,9 @@ def crash() -> MCPError:
     return MCPError("calling tool 'read' failed: the server closed the connection", tool_name="read")
 
 
-def build(caller: Caller, *tools: dict[str, Any], **options: Any) -> dict[str, Any]:
-    policies = Policies.create(**options)
-    return {t.name: t for t in policies.build(list(tools), caller, origin="fake server")}
+def build(caller: _tool.Runner, *tools: dict[str, Any], **options: Any) -> dict[str, Any]:
+    listing = Lister(caller, Policies.create(**options)).build(list(tools))
+    return {t.name: t for t in listing.tools}
 
 
 # -- retries -------------------------------------------------------------------------------------------------
@@ -232,38 +237,48 @@ def test_destructive_approval_follows_the_annotations() -> None:
     )
 
 
-async def test_the_limiter_is_one_per_loop_and_limits_calls() -> None:
-    policies = Policies.create(max_concurrency=2)
-    assert policies.limiter() is policies.limiter()
-    assert policies.limiter().total_tokens == 2
-    in_flight, peak = 0, 0
-    release = anyio.Event()
+class Holding(Caller):
+    """A runner whose calls wait for `release`; at most `limit` at once in one loop (None: no limit)."""
 
-    async def holding(name: str, arguments: dict[str, Any], on_update: Any) -> Any:
-        nonlocal in_flight, peak
-        in_flight += 1
-        peak = max(peak, in_flight)
-        await release.wait()
-        in_flight -= 1
+    def __init__(self, limit: int | None) -> None:
+        super().__init__()
+        self.shared = Shared("fake server", "http")
+        self.limit = limit
+        self.in_flight = self.peak = 0
+        self.release = anyio.Event()
+
+    def limiter(self) -> anyio.CapacityLimiter | None:
+        return None if self.limit is None else self.shared.limiter(self.limit)
+
+    async def request(self, work: Any, *args: Any, tool_name: str | None = None) -> Any:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        await self.release.wait()
+        self.in_flight -= 1
         return OK
 
-    (tool,) = policies.build([spec("hold")], holding, origin="fake server")
+
+async def test_the_limiter_is_one_per_loop_and_limits_calls() -> None:
+    holding = Holding(2)
+    limiter = holding.limiter()
+    assert limiter is not None and limiter is holding.limiter() and limiter.total_tokens == 2
+    (tool,) = Lister(holding, Policies.create(max_concurrency=2)).build([spec("hold")]).tools
     async with anyio.create_task_group() as group:
         for _ in range(4):
             group.start_soon(tool.execute, {})
-        while policies.limiter().borrowed_tokens < 2 or in_flight < 2:
+        while limiter.borrowed_tokens < 2 or holding.in_flight < 2:
             await anyio.lowlevel.checkpoint()
-        assert policies.limiter().statistics().tasks_waiting == 2
-        release.set()
-    assert peak == 2
-    (unlimited,) = policies.build([spec("hold")], holding, origin="fake server", concurrency=False)
-    release = anyio.Event()
+        assert limiter.statistics().tasks_waiting == 2
+        holding.release.set()
+    assert holding.peak == 2
+    holding = Holding(None)
+    (unlimited,) = Lister(holding, Policies.create()).build([spec("hold")]).tools
     async with anyio.create_task_group() as group:
         for _ in range(4):
             group.start_soon(unlimited.execute, {})
-        while in_flight < 4:
+        while holding.in_flight < 4:
             await anyio.lowlevel.checkpoint()
-        release.set()
+        holding.release.set()
 
 
 # -- output --------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import anyio
 import pytest
 from conftest import PYTHON, SERVERS, LeakChecker, StartServer
 
-import cubepi.mcp._open as opening
+import cubepi.mcp._http as opening
 from cubepi.errors import UserError
 from cubepi.mcp import (
     HttpServer,

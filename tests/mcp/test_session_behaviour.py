@@ -34,8 +34,8 @@ from cubepi.mcp import (
     make_mcp_agent_tool,
     output_model,
 )
-from cubepi.mcp._session import SAME_AS_TIMEOUT
-from cubepi.mcp._stderr import StderrCapture
+from cubepi.mcp._limits import SAME_AS_TIMEOUT
+from cubepi.mcp._stdio import StdioProcess
 
 BEHAVIOUR = SERVERS / "behaviour.py"
 OUTPUT_SCHEMA = {
@@ -438,10 +438,10 @@ async def test_a_failing_on_stderr_never_breaks_the_call(caplog: pytest.LogCaptu
 
 async def test_stderr_capture_is_bounded_and_split_into_lines() -> None:
     lines: list[str] = []
-    capture = StderrCapture(limit=1024, on_line=lines.append)
-    capture.writer.write("first\r\nsecond\n" + "x" * 5000 + "\npartial")
-    capture.writer.flush()
-    tail = await capture.final_tail(wait=2)
+    capture = StdioProcess(on_line=lines.append, stderr_limit=1024)
+    capture.errlog.write("first\r\nsecond\n" + "x" * 5000 + "\npartial")
+    capture.errlog.flush()
+    tail = await capture.stderr_tail()
     assert len(tail.encode()) <= 1024 and tail.endswith("partial")
     assert lines == ["first", "second", "x" * 5000, "partial"]
 

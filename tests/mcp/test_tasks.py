@@ -351,25 +351,25 @@ def _state(**wire: Any) -> Any:
 
 
 def test_a_task_s_end_becomes_the_call_s_result() -> None:
-    from cubepi.mcp._tasks import _final, _models
+    from cubepi.mcp._tasks import _final
 
-    models = _models()
-    done = _final(_state(status="completed", result={"content": [{"type": "text", "text": "ok"}]}), models)
+    done = _final(_state(status="completed", result={"content": [{"type": "text", "text": "ok"}]}))
     assert (done.is_error, done.content[0].text) == (False, "ok")
-    failed = _final(_state(status="failed", error={"code": -1, "message": "disk full"}), models)
+    failed = _final(_state(status="failed", error={"code": -1, "message": "disk full"}))
     assert failed.is_error and failed.content[0].text == "task t1 failed: disk full"
     assert failed.meta == {"task_error": {"code": -1, "message": "disk full"}}
-    said = _final(_state(status="failed", statusMessage="out of time"), models)
+    said = _final(_state(status="failed", statusMessage="out of time"))
     assert said.content[0].text == "task t1 failed: out of time" and said.meta is None
-    assert _final(_state(status="failed"), models).content[0].text == "task t1 failed: no error given"
-    cancelled = _final(_state(status="cancelled", statusMessage="by an operator"), models)
+    assert _final(_state(status="failed")).content[0].text == "task t1 failed: no error given"
+    cancelled = _final(_state(status="cancelled", statusMessage="by an operator"))
     assert cancelled.is_error and cancelled.content[0].text == "task t1 was cancelled: by an operator"
-    assert _final(_state(status="cancelled"), models).content[0].text == "task t1 was cancelled"
+    assert _final(_state(status="cancelled")).content[0].text == "task t1 was cancelled"
 
 
 def test_only_a_handshake_era_task_only_tool_gets_the_tasks_hint() -> None:
-    from cubepi.mcp._session import Protocol
-    from cubepi.mcp._tasks import advertised, legacy_task_hint, with_legacy_task_hint
+    from cubepi.mcp._protocol import Protocol
+    from cubepi.mcp._session import _task_hint as legacy_task_hint
+    from cubepi.mcp._session import _with_task_hint as with_legacy_task_hint
 
     def tool(support: str | None) -> types.Tool:
         execution = types.ToolExecution(task_support=support) if support else None
@@ -387,7 +387,6 @@ def test_only_a_handshake_era_task_only_tool_gets_the_tasks_hint() -> None:
         ),
     )
     assert legacy_task_hint(tool("required"), legacy) is not None
-    assert legacy_task_hint(tool("required"), None) is not None
     assert legacy_task_hint(tool("optional"), legacy) is None
     assert legacy_task_hint(tool(None), legacy) is None
     assert legacy_task_hint(tool("required"), modern) is None
@@ -395,7 +394,7 @@ def test_only_a_handshake_era_task_only_tool_gets_the_tasks_hint() -> None:
     assert len(with_legacy_task_hint(error, tool("required"), legacy).content) == 2
     fine = types.CallToolResult(content=[types.TextContent(type="text", text="yes")])
     assert with_legacy_task_hint(fine, tool("required"), legacy) is fine
-    assert advertised(modern) and not advertised(legacy) and not advertised(None)
+    assert modern.offers_tasks and not legacy.offers_tasks
 
 
 async def test_a_server_that_lost_the_task_ends_the_call_with_its_error(

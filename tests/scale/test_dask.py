@@ -30,7 +30,7 @@ def test_map_calls_over_both_transports(cluster: LocalCluster, kitchen_http: Run
     async def load() -> tuple[MCPToolList, MCPToolList]:
         stdio = StdioServer(PYTHON, [str(KITCHEN)], env={scale_tools.MARK: mark})
         http = await load_mcp_tools_http(kitchen_http.url, include=["add"])
-        assert http[0]._run.call.call.endpoint.protocol.stateless  # type: ignore[attr-defined]
+        assert http[0]._run.runner.learned.protocol.stateless  # type: ignore[attr-defined]
         return await load_mcp_tools(stdio, include=["echo"]), http
 
     stdio_tools, http_tools = anyio.run(load)

@@ -58,12 +58,9 @@ async def in_fresh_process(tools: list[AgentTool], name: str, arguments: dict[st
     return done.stdout.decode().strip()
 
 
-def endpoint_of(item: AgentTool) -> Any:
-    """The endpoint an MCP tool calls (under its policies' wrappers)."""
-    caller = item._run.call  # type: ignore[attr-defined]
-    while not hasattr(caller, "endpoint"):
-        caller = caller.call
-    return caller.endpoint
+def runner_of(item: AgentTool) -> Any:
+    """The runner an MCP tool calls through."""
+    return item._run.runner  # type: ignore[attr-defined]
 
 
 async def test_stdio_list_round_trip_calls_and_shares(
@@ -80,17 +77,17 @@ async def test_stdio_list_round_trip_calls_and_shares(
         assert travel(built.replace(name="plus"), dumps).name == "plus"
         assert (await add.execute({"a": 2, "b": 40})).text == "42"
         assert (await add.execute({"a": "x"})).is_error  # the model is built again from the schema
-        endpoints = {id(endpoint_of(item)) for item in copy}
-        assert len(endpoints) == 1, "the tools of one list still share one endpoint"
-        assert endpoint_of(copy[0]).protocol == endpoint_of(tools[0]).protocol
-        assert endpoint_of(copy[0]).resources is copy._resources
+        runners = {id(runner_of(item)) for item in copy}
+        assert len(runners) == 1, "the tools of one list still share one runner"
+        assert runner_of(copy[0]).learned.protocol == runner_of(tools[0]).learned.protocol
+        assert runner_of(copy[0]).shared is copy._shared
 
 
 async def test_http_list_calls_in_a_fresh_process(kitchen_http: RunningServer, leaks: LeakChecker) -> None:
     async with await load_mcp_tools_http(kitchen_http.url, timeout=20) as tools:
         local = (await by_name(tools)["echo"].execute({"message": "travelled"})).text
-        endpoint = endpoint_of(tools[0])
-        assert endpoint.protocol is not None and endpoint.protocol.stateless  # found at load, carried
+        protocol = runner_of(tools[0]).learned.protocol
+        assert protocol is not None and protocol.stateless  # found at load, carried
         assert await in_fresh_process(tools, "echo", {"message": "travelled"}) == local == "travelled"
 
 
@@ -99,12 +96,12 @@ async def test_a_prespawning_list_prespawns_where_it_lands(leaks: LeakChecker) -
         script = (
             "import pickle, sys\n"
             "tools = pickle.load(sys.stdin.buffer)\n"
-            "spares = tools._resources.spares\n"
-            "print(spares.armed, spares.spawned, tools[0].execute_sync({'message': 'spare'}).text)\n"
+            "shared = tools._shared\n"
+            "print(shared.closed, shared.spawned, tools[0].execute_sync({'message': 'spare'}).text)\n"
         )
         with anyio.fail_after(60):
             done = await anyio.run_process([PYTHON, "-c", script], input=pickle.dumps(tools))
-        assert done.stdout.decode().split() == ["True", "0", "spare"]  # made there, started on demand
+        assert done.stdout.decode().split() == ["False", "0", "spare"]  # made there, started on demand
 
 
 async def test_tools_pickled_apart_share_one_list_where_they_land(kitchen_http: RunningServer) -> None:
@@ -114,7 +111,7 @@ async def test_tools_pickled_apart_share_one_list_where_they_land(kitchen_http: 
         script = (
             "import pickle, sys\n"
             "first, second = (pickle.loads(blob) for blob in pickle.load(sys.stdin.buffer))\n"
-            "res = [t._run.call.call.endpoint.resources for t in (first, second)]\n"
+            "res = [t._run.runner.shared for t in (first, second)]\n"
             "print(res[0] is res[1], res[0].closed, first.execute_sync({'message': 'x'}).text)\n"
         )
         blobs = [pickle.dumps(tools[0]), pickle.dumps(tools[1])]
@@ -122,7 +119,7 @@ async def test_tools_pickled_apart_share_one_list_where_they_land(kitchen_http: 
             done = await anyio.run_process([PYTHON, "-c", script], input=pickle.dumps(blobs))
         assert done.stdout.decode().split() == ["True", "False", "x"]
         # In the process that loaded them, a copy shares the original list's resources.
-        assert endpoint_of(travel(tools[0])).resources is tools._resources
+        assert runner_of(travel(tools[0])).shared is tools._shared
 
 
 async def test_every_loader(kitchen_http: RunningServer, tmp_path: Path) -> None:
@@ -202,7 +199,7 @@ async def test_an_auth_that_does_not_pickle(
     assert "auth=" in message and "LockedAuth" in message and "could not be pickled" in message
     assert "headers=" in message and "function that reads the token" in message
     assert SECRET not in message
-    assert "LockedAuth, left behind" in repr(endpoint_of(copy[0]).server)
+    assert "LockedAuth, left behind" in repr(runner_of(copy[0]).server)
 
 
 async def test_header_values_never_printed(dumps: Callable[[Any], bytes]) -> None:
@@ -213,9 +210,9 @@ async def test_header_values_never_printed(dumps: Callable[[Any], bytes]) -> Non
         spec, HttpServer(f"http://127.0.0.1:{port}/mcp?key=abc", headers={"Authorization": SECRET}), timeout=5
     )
     copy = travel(item, dumps)
-    server = endpoint_of(copy).server
+    server = runner_of(copy).server
     assert server.headers == {"Authorization": SECRET}
-    for text in (repr(copy), repr(server), server.describe(), repr(endpoint_of(copy))):
+    for text in (repr(copy), repr(server), server.describe(), repr(runner_of(copy))):
         assert SECRET not in text and "abc" not in text
     with pytest.raises(MCPError) as caught:
         await copy.execute({})

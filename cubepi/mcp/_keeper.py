@@ -1,0 +1,236 @@
+"""Who owns what runs beside a list's calls: a keeper task per list and event loop, and leased sessions.
+
+A session whose end matters (a stdio process to stop, a handshake session to ``DELETE``) is opened and
+closed by an owner task, and borrowed by one call (`Lease`): the call runs its requests from its own task
+(JSON-RPC multiplexes over the SDK's streams), so that when its limit runs out it can return while the
+owner goes on closing. The owner is a child of one of two task groups:
+
+- the call's own (a tool without a keeper: under trio, or a list whose loop cannot have one): the call
+  then returns once the session has closed;
+- the list's `Keeper` in this asyncio loop: one task holding an anyio task group, which also owns the
+  list's spare stdio server (``prespawn=True``), its shared HTTP client, and the child that closes that
+  client's idle connections. It starts with the first call in a loop, and ends with `aclose()` (which
+  waits for every child), with the list's garbage collection (a finalizer stops it from any thread), or
+  with the loop's end: ``asyncio.run`` cancels it like every task, its task group cancels the children,
+  and each child's close is shielded and bounded (a stdio server's process group ends with it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import anyio.abc
+
+from . import _errors
+from ._errors import Attempt
+
+if TYPE_CHECKING:
+    import httpx2
+
+    from ._session import Session
+
+__all__ = ["IDLE_GRACE", "Keeper", "Lease"]
+
+T = TypeVar("T")
+logger = logging.getLogger("cubepi.mcp")
+# How long a list's idle connections stay open after its last call, for the next call to reuse.
+IDLE_GRACE = 1.0
+
+Opener = Callable[["Lease"], contextlib.AbstractAsyncContextManager["Session"]]
+
+
+class Lease:
+    """One session that an owner task opens, holds until released, and closes; one call borrows it.
+
+    The owner runs shielded: only `interrupt` (the borrower went away, or the keeper stops) and, for an
+    HTTP session once interrupted, `grace` seconds for its teardown cut it short. A start-up that runs out
+    of time is reported at once (`failure`, `ready`), before the transport has closed.
+    """
+
+    def __init__(self, opener: Opener, *, tool_name: str | None = None, grace: float | None = None) -> None:
+        self.opener = opener
+        self.attempt = Attempt(tool_name=tool_name, on_timeout=self._timed_out)
+        self.grace = grace
+        self.session: Session | None = None
+        self.failure: BaseException | None = None  # why it did not open, or what broke it while closing
+        self.ready = anyio.Event()  # open, or failed to
+        self.released = anyio.Event()
+        self.closed = anyio.Event()
+        self.opening = anyio.CancelScope()
+        self._shield = anyio.CancelScope(shield=True)
+
+    def _timed_out(self, error: BaseException) -> None:
+        self.failure = self.failure or error
+        self.ready.set()
+
+    def interrupt(self) -> None:
+        """Stop the start-up under way and release; an HTTP session gets `grace` seconds to end."""
+        self.opening.cancel()
+        self.released.set()
+        if self.grace is not None:
+            self._shield.deadline = min(self._shield.deadline, anyio.current_time() + self.grace)
+
+    async def own(self) -> None:
+        """The owner: open, hold until released, close. Never raises."""
+        with self._shield:
+            try:
+                async with self.opener(self) as session:
+                    self.session = session
+                    self.ready.set()
+                    await self.released.wait()
+            except BaseException as exc:
+                interrupted = self.opening.cancel_called or self.failure is not None
+                if not (_errors.is_cancellation(exc) and interrupted):
+                    self.failure = exc
+            finally:
+                self.session = None
+                self.ready.set()
+                self.closed.set()
+
+    async def borrow(self, work: Callable[..., Awaitable[T]], *args: Any, wait: bool = True) -> T:
+        """Run `work` on the session once it is open, then release it; raises what failed, raw.
+
+        A cancelled borrower interrupts the start-up and waits (shielded) for the close. After `work`,
+        `wait` waits for the close too (a used spare closes in the background instead); after a failure
+        the caller decides how long to wait (`settle`).
+        """
+        try:
+            await self.ready.wait()
+            session = self.session
+            if session is None:
+                assert self.failure is not None
+                raise self.failure
+            result = await work(session, *args)
+        except BaseException as exc:
+            if _errors.is_cancellation(exc):
+                self.interrupt()
+                await self.settle()
+            self.released.set()
+            raise
+        self.released.set()
+        if wait:
+            await self.settle()
+        return result
+
+    async def settle(self, margin: float = math.inf) -> bool:
+        """Wait (shielded) up to `margin` seconds for the close; True once closed."""
+        with anyio.move_on_after(margin, shield=True):
+            await self.closed.wait()
+        return self.closed.is_set()
+
+
+class Keeper:
+    """The owner of one list's background work in one asyncio loop (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.group: anyio.abc.TaskGroup | None = None
+        self.ready = anyio.Event()
+        self.finished = False
+        self.leases: set[Lease] = set()  # every lease a child owns, until closed
+        self.spare: Lease | None = None
+        self.primed = False  # the loop that loaded the list: spares start at once
+        self.calls = 0  # calls made in this loop (elsewhere a spare starts once a loop has called twice)
+        self._stop = anyio.Event()
+        self._done = anyio.Event()
+        self._client: httpx2.AsyncClient | None = None
+        self._borrowed = 0
+        self._released_at = 0.0
+        self._wake = anyio.Event()  # the last borrower returned the client, or stop
+        self._gate = anyio.Lock(fast_acquire=True)  # no call starts while idle connections close
+
+    def launch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start the keeper's task in `loop` (the running one); `ready` is set once it owns its group."""
+        loop.create_task(self._run(), name="cubepi-mcp-keeper")
+
+    async def _run(self) -> None:
+        try:
+            async with anyio.create_task_group() as group:
+                self.group = group
+                group.start_soon(self._close_idle)
+                self.ready.set()
+                try:
+                    await self._stop.wait()
+                except BaseException:
+                    # Only the loop's end cancels this task, and it has cancelled the SDK's own tasks too:
+                    # no graceful shutdown can finish. The servers still held are killed, at once.
+                    for lease in list(self.leases):
+                        if lease.attempt.process is not None:
+                            lease.attempt.process.kill_group()
+                    raise
+                for lease in list(self.leases):
+                    if not lease.ready.is_set() or lease is self.spare:
+                        lease.interrupt()
+                group.cancel_scope.cancel()
+        finally:
+            self.group = None
+            self.finished = True
+            self.ready.set()
+            with anyio.CancelScope(shield=True):
+                if self._client is not None:
+                    with contextlib.suppress(Exception):  # sockets already gone
+                        await self._client.aclose()
+            self._done.set()
+
+    def stop(self) -> None:
+        """End the keeper: spares and start-ups are interrupted, closing sessions finish (any task)."""
+        self._stop.set()
+        self._wake.set()
+
+    async def aclose(self) -> None:
+        """Stop, and wait (shielded) until every child is done."""
+        self.stop()
+        with anyio.CancelScope(shield=True):
+            await self._done.wait()
+
+    def own(self, lease: Lease) -> Lease:
+        """Start `lease`'s owner as a child."""
+        assert self.group is not None
+        self.leases.add(lease)
+        self.group.start_soon(self._owning, lease)
+        return lease
+
+    async def _owning(self, lease: Lease) -> None:
+        try:
+            await lease.own()
+        finally:
+            self.leases.discard(lease)
+
+    # -- the shared HTTP client ------------------------------------------------------------------------------
+
+    async def lend_client(self, make: Callable[[], httpx2.AsyncClient]) -> httpx2.AsyncClient:
+        """The list's HTTP client in this loop, made on first use; `give_back` after the call. Its idle
+        connections close `IDLE_GRACE` seconds after the last call (a call that follows within that
+        reuses a warm connection); no call starts while they close."""
+        if self._gate.locked():
+            async with self._gate:
+                pass
+        if self._client is None:
+            self._client = make()
+        self._borrowed += 1
+        return self._client
+
+    def give_back(self) -> None:
+        self._borrowed -= 1
+        if self._borrowed == 0:
+            self._released_at = anyio.current_time()
+            self._wake.set()
+
+    async def _close_idle(self) -> None:
+        while not self._stop.is_set():
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            while not self._stop.is_set() and self._borrowed == 0 and self._client is not None:
+                wait = self._released_at + IDLE_GRACE - anyio.current_time()
+                if wait <= 0:
+                    async with self._gate:
+                        if self._borrowed == 0:
+                            await self._client.close_idle()  # type: ignore[attr-defined]
+                    break
+                with anyio.move_on_after(wait):
+                    await self._stop.wait()

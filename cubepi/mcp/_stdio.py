@@ -1,0 +1,449 @@
+"""The stdio transport, whole: command and environment, spawn, stderr, line bound, process group, shutdown.
+
+cubepi opens the SDK's own `stdio_client` (its framing, its shutdown: stdin closed, grace period,
+SIGTERM/SIGKILL of the process group) and adds what the SDK keeps to itself:
+
+- `launch_parameters`: the command looked up on the ``PATH`` the server gets, and its environment (the
+  SDK's safe default, `ENV_PASSTHROUGH`, then `env`), computed once per list, not per call;
+- `StdioProcess`: what the server printed on stderr (a pipe drained by a thread: the last 16 KiB for
+  errors, each line to `on_stderr`), its exit code, and when it first wrote to stdout;
+- a linear, bounded read of stdout (`_LineAligned`): the SDK joins each chunk to the unfinished line
+  before it (quadratic in a line's length), and would collect a line with no end forever. A line past
+  `max_response_bytes` fails the session with `ResponseTooLarge`;
+- the end of the server's whole process group once the transport has closed (a server that exits at once
+  left its children running: ``npx`` starts ``node``), and the end of stdout once the server has exited
+  although such a child holds the pipe open (`_EndsWithServer`).
+
+The SDK's process factory (``mcp.client.stdio._create_platform_compatible_process``, a private name
+pinned by tests/mcp/test_sdk_wording.py) is wrapped once; the wrapper acts only for cubepi's own spawns (a
+context variable), so other uses of the SDK in the program are untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import fnmatch
+import logging
+import os
+import shutil
+import signal
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any, TextIO
+
+import anyio
+import anyio.to_thread
+from anyio.abc import ByteReceiveStream, ByteSendStream, Process
+
+from ..errors import MCPError
+from ._limits import ResponseTooLarge
+from ._redact import secret_values
+
+if TYPE_CHECKING:
+    from mcp.client.stdio import StdioServerParameters
+
+    from ._servers import StdioServer
+
+__all__ = [
+    "ENV_PASSTHROUGH",
+    "SPAWN_LIMIT",
+    "StdioProcess",
+    "launch_parameters",
+    "open_stdio",
+    "resolve_command",
+]
+
+logger = logging.getLogger("cubepi.mcp")
+
+# Parent variables a stdio server gets on top of the SDK's safe default (PATH, HOME, ...): proxies, CA
+# bundles, locale and temp dir, without which `npx` / `uvx` break behind a proxy. No tokens, no keys.
+ENV_PASSTHROUGH: tuple[str, ...] = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "LANG",
+    "LC_*",
+    "TMPDIR",
+)
+
+# How long spawning the process (not the server's start-up) may take: CPython's asyncio (3.11 to 3.13,
+# gh-103847) waits forever for a spawn that the loop's end interrupts.
+SPAWN_LIMIT = 3.0
+STDERR_LIMIT = 16 * 1024  # the tail of stderr kept for errors
+MAX_LINE = 64 * 1024  # a longer stderr line reaches `on_stderr` in pieces of this size
+EXIT_POLL = 0.2  # how often a silent stdout looks whether the server still runs
+
+
+def environment(server: StdioServer) -> dict[str, str]:
+    """The environment `server` gets: the SDK's safe default (``PATH``, ``HOME``, ...), the parent's
+    variables named in `ENV_PASSTHROUGH`, then `env` (or the whole parent environment with
+    ``inherit_env=True``)."""
+    from mcp.client.stdio import get_default_environment
+
+    if server.inherit_env:
+        env = dict(os.environ)
+    else:
+        env = get_default_environment()
+        for key, value in os.environ.items():
+            if key not in env and any(fnmatch.fnmatchcase(key, pattern) for pattern in ENV_PASSTHROUGH):
+                env[key] = value
+    return {**env, **(server.env or {})}
+
+
+def launch_parameters(server: StdioServer) -> tuple[StdioServerParameters, tuple[str, ...]]:
+    """What spawning `server` takes (computed once per list), and the secrets (its `env` values) to keep
+    out of every message."""
+    from mcp.client.stdio import StdioServerParameters
+
+    env = environment(server)
+    params = StdioServerParameters(
+        command=resolve_command(server, env),
+        args=list(server.args),
+        env=env,
+        cwd=os.fspath(server.cwd) if server.cwd is not None else None,
+    )
+    return params, secret_values((server.env or {}).values())
+
+
+def resolve_command(server: StdioServer, env: dict[str, str]) -> str:
+    """The command as a shell finds it: on the server's ``PATH`` (``npx.cmd`` on Windows), a relative path
+    with a directory part relative to `cwd`. A clear `MCPError` for a missing command or directory."""
+    describe = server.describe()
+    if server.cwd is not None and not os.path.isdir(server.cwd):
+        raise MCPError(
+            f"starting {describe} failed: the working directory {os.fspath(server.cwd)!r} does not exist",
+            server=describe,
+        )
+    command = server.command
+    has_dir = os.sep in command or (os.altsep is not None and os.altsep in command)
+    lookup = command
+    if has_dir and server.cwd is not None and not os.path.isabs(command):
+        lookup = os.path.join(os.fspath(server.cwd), command)
+    found = shutil.which(lookup, path=None if has_dir else env.get("PATH", os.defpath))
+    if found is None:
+        where = (
+            "no executable file there"
+            if has_dir
+            else ("not on the PATH the server gets; give its full path or set PATH in env")
+        )
+        raise MCPError(
+            f"starting {describe} failed: command not found: {command!r} ({where})", server=describe
+        )
+    return found
+
+
+class StdioProcess:
+    """One spawned server: its stderr (the tail, and lines to `on_line`), exit code and first output.
+
+    `on_output`, when set, is called once, when the server first writes to stdout: a new 2026-07-28
+    process sends nothing before its first request, and that request's deadline includes the start-up
+    limit until the server is heard from (see `_session.call_tool`).
+    """
+
+    def __init__(
+        self,
+        max_line: int | None = None,
+        on_line: Callable[[str], Any] | None = None,
+        *,
+        stderr_limit: int = STDERR_LIMIT,
+    ) -> None:
+        self.max_line = max_line
+        self.stderr_limit = stderr_limit
+        self.process: Process | None = None
+        self.heard = False
+        self.on_output: Callable[[], None] | None = None
+        self._on_line = on_line
+        self._partial = bytearray()
+        self._callback_failed = False
+        self._buffer = bytearray()
+        self._lock = threading.Lock()
+        read_fd, write_fd = os.pipe()
+        self._read_fd = read_fd
+        self.errlog: TextIO = os.fdopen(write_fd, "w", encoding="utf-8", errors="replace")
+        self._thread = threading.Thread(target=self._pump, name="cubepi-mcp-stderr", daemon=True)
+        self._thread.start()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode if self.process is not None else None
+
+    def kill_group(self) -> None:
+        """SIGKILL the server's process group at once (the loop is ending: no graceful shutdown can finish)."""
+        if self.process is None or sys.platform == "win32":
+            return
+        with contextlib.suppress(OSError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+    def output_seen(self) -> None:
+        if not self.heard:
+            self.heard = True
+            if self.on_output is not None:
+                self.on_output()
+
+    # -- stderr: a pipe the server writes, drained by a thread -----------------------------------------------
+
+    def _pump(self) -> None:
+        try:
+            while chunk := _read(self._read_fd):
+                with self._lock:
+                    self._buffer += chunk
+                    if len(self._buffer) > 2 * self.stderr_limit:
+                        del self._buffer[: len(self._buffer) - self.stderr_limit]
+                if self._on_line is not None:
+                    self._feed(chunk)
+        finally:
+            if self._on_line is not None and self._partial:
+                self._emit(bytes(self._partial))
+            os.close(self._read_fd)
+
+    def _feed(self, chunk: bytes) -> None:
+        self._partial += chunk
+        while (end := self._partial.find(b"\n")) >= 0 or len(self._partial) >= MAX_LINE:
+            cut = end if end >= 0 else MAX_LINE
+            line = bytes(self._partial[:cut])
+            del self._partial[: cut + (end >= 0)]
+            self._emit(line)
+
+    def _emit(self, line: bytes) -> None:
+        assert self._on_line is not None
+        try:
+            self._on_line(line.decode("utf-8", errors="replace").rstrip("\r"))
+        except Exception as exc:  # a broken callback must not break the call (nor flood the log)
+            if not self._callback_failed:
+                self._callback_failed = True
+                logger.warning(
+                    "on_stderr callback raised %s; later errors are not logged", type(exc).__name__
+                )
+
+    def close_errlog(self) -> None:
+        """Drop our copy of the pipe's write end (the server keeps its own until it exits)."""
+        if not self.errlog.closed:
+            self.errlog.close()
+
+    def tail(self) -> str:
+        with self._lock:
+            return bytes(self._buffer[-self.stderr_limit :]).decode("utf-8", errors="replace")
+
+    async def stderr_tail(self, *, settled: bool = True) -> str:
+        """What the server printed last; `settled`: once it is gone (waits briefly for the pipe's end)."""
+        if settled:
+            self.close_errlog()
+            if self._thread.is_alive():
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self._thread.join, 0.5)
+        return self.tail()
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 8192)
+    except OSError:
+        return b""
+
+
+_SPAWNING: contextvars.ContextVar[StdioProcess | None] = contextvars.ContextVar("cubepi_stdio", default=None)
+
+
+@contextlib.asynccontextmanager
+async def open_stdio(params: StdioServerParameters, process: StdioProcess) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's stdio transport for `params`, its process recorded in `process`; on exit, once the SDK's
+    shutdown is done, what is left of the server's process group is ended (shielded)."""
+    from mcp.client.stdio import stdio_client
+
+    _install()
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(_end_group, process)
+        token = _SPAWNING.set(process)
+        try:
+            streams = await stack.enter_async_context(stdio_client(params, errlog=process.errlog))
+        finally:
+            _SPAWNING.reset(token)
+            process.close_errlog()
+        yield streams
+
+
+async def _end_group(info: StdioProcess) -> None:
+    """SIGTERM to the server's process group, SIGKILL to what is left after the SDK's grace: the SDK's own
+    tree kill, applied also when the server itself exited. The SDK starts the server in a new session, so
+    its pid is the group's id, which no new process gets while a member of the group lives."""
+    process = info.process
+    if process is None or sys.platform == "win32":
+        return
+    from mcp.client.stdio import FORCE_KILL_TIMEOUT
+    from mcp.os.posix.utilities import terminate_posix_process_tree
+
+    with anyio.CancelScope(shield=True):
+        await terminate_posix_process_tree(process, FORCE_KILL_TIMEOUT)
+
+
+class _EndsWithServer(ByteReceiveStream):
+    """The server's stdout, ended once the server has exited and nothing more arrives for `EXIT_POLL` s,
+    even while a child it left behind holds the pipe open."""
+
+    def __init__(self, inner: ByteReceiveStream, process: Process) -> None:
+        self._inner = inner
+        self._process = process
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            with anyio.move_on_after(EXIT_POLL):
+                return await self._inner.receive(max_bytes)
+            if self._process.returncode is not None:
+                raise anyio.EndOfStream
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _LineAligned(ByteReceiveStream):
+    """A byte stream whose chunks end at a newline (or the stream's end), lines at most `limit` bytes.
+
+    A line past `limit` raises `ResponseTooLarge` (what fails the session); later reads then end at once,
+    so that the SDK's drain of stdout stops instead of reading the rest of the line. `heard` is called
+    with each chunk that arrives.
+    """
+
+    def __init__(
+        self, inner: ByteReceiveStream, limit: int | None = None, heard: Callable[[], None] | None = None
+    ) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._heard = heard
+        self._rest = b""  # never holds a newline: bytes after the last one of the previous chunk
+        self._failed = False
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if self._failed:
+            raise anyio.ClosedResourceError
+        parts: list[bytes] = [self._rest] if self._rest else []
+        pending = len(self._rest)  # bytes of the unfinished line in `parts`
+        self._rest = b""
+        while True:
+            try:
+                chunk = await self._inner.receive(max_bytes)
+            except anyio.EndOfStream:
+                if parts:
+                    return b"".join(parts)
+                raise
+            if self._heard is not None:
+                self._heard()
+            cut = chunk.rfind(b"\n")
+            if cut == -1:
+                pending += len(chunk)
+                self._check(pending)
+                parts.append(chunk)
+                continue
+            if self._limit is not None:
+                first = chunk.find(b"\n")
+                self._check(pending + first)
+                if first != cut and self._limit < cut - first:
+                    self._check(max(len(line) for line in chunk[first + 1 : cut].split(b"\n")))
+            parts.append(chunk[: cut + 1])
+            self._rest = chunk[cut + 1 :]
+            return b"".join(parts)
+
+    def _check(self, length: int) -> None:
+        if self._limit is not None and length > self._limit:
+            self._failed = True
+            self._rest = b""
+            raise ResponseTooLarge(self._limit)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _TrackedProcess(Process):
+    """The SDK's process with cubepi's stdout; everything else is the process itself."""
+
+    def __init__(self, inner: Process, info: StdioProcess) -> None:
+        self._inner = inner
+        stdout = inner.stdout
+        ends = _EndsWithServer(stdout, inner) if stdout is not None else None
+        self._stdout = _LineAligned(ends, info.max_line, info.output_seen) if ends is not None else None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def wait(self) -> int:
+        return await self._inner.wait()
+
+    def terminate(self) -> None:
+        self._inner.terminate()
+
+    def kill(self) -> None:
+        self._inner.kill()
+
+    def send_signal(self, signal: Any) -> None:
+        self._inner.send_signal(signal)
+
+    @property
+    def pid(self) -> int:
+        return self._inner.pid
+
+    @property
+    def _process(self) -> Any:
+        """The asyncio process under anyio's, which the SDK's shutdown closes the transport of."""
+        return getattr(self._inner, "_process", None)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._inner.returncode
+
+    @property
+    def stdin(self) -> ByteSendStream | None:
+        return self._inner.stdin
+
+    @property
+    def stdout(self) -> ByteReceiveStream | None:
+        return self._stdout
+
+    @property
+    def stderr(self) -> ByteReceiveStream | None:
+        return self._inner.stderr
+
+
+_installed = False
+
+
+def _install() -> None:
+    """Wrap the SDK's process factory (once; nothing is wrapped if the SDK has no such factory)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    import mcp.client.stdio as sdk_stdio
+
+    original = getattr(sdk_stdio, "_create_platform_compatible_process", None)
+    if original is None or sys.platform == "win32":
+        return
+
+    async def create(*args: Any, **kwargs: Any) -> Any:
+        with anyio.fail_after(SPAWN_LIMIT):
+            process = await original(*args, **kwargs)
+        info = _SPAWNING.get()
+        if info is None or not isinstance(process, Process):
+            return process
+        info.process = tracked = _TrackedProcess(process, info)
+        return tracked
+
+    sdk_stdio._create_platform_compatible_process = create
+
+
+@contextlib.contextmanager
+def tracking(info: StdioProcess) -> Iterator[StdioProcess]:
+    """Within this block a server the SDK spawns (in this task) is recorded in `info` (for tests)."""
+    _install()
+    token = _SPAWNING.set(info)
+    try:
+        yield info
+    finally:
+        _SPAWNING.reset(token)
