@@ -212,6 +212,7 @@ class _Deadline:
         )
         self.idle, self.hard = idle, hard
         self.started = anyio.current_time()
+        self.start_failed = False  # the probe went unanswered for the whole start-up limit
         self.scope = anyio.CancelScope(deadline=min(self.started + idle + (self.starting or 0), hard))
 
     @property
@@ -258,6 +259,7 @@ class _Deadline:
                         continue
                 return  # an answer, or the connection closed (the request reports it)
         if waiting.cancelled_caught and not self.process.heard:
+            self.start_failed = True
             self.scope.cancel()
 
     def missed_start(self) -> float | None:
@@ -399,13 +401,13 @@ async def call_tool(
                 _meta={"jsonrpc_error": exc.error.model_dump(mode="json", exclude_none=True)},
             )
     missed = deadline.missed_start()
-    if missed is not None:
-        raise timeout_error(timeouts, session.server, "startup", missed, tool_name=name)
-    if scope.deadline >= hard:
+    if scope.deadline >= hard and not deadline.start_failed:
         assert timeouts.max_duration is not None
         raise timeout_error(
             timeouts, session.server, "call", timeouts.max_duration, tool_name=name, what="max_duration"
         )
+    if missed is not None:
+        raise timeout_error(timeouts, session.server, "startup", missed, tool_name=name)
     assert timeouts.call is not None
     raise timeout_error(timeouts, session.server, "call", timeouts.call, tool_name=name)
 

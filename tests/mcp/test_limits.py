@@ -182,7 +182,7 @@ async def test_the_client_bounds_bodies_but_not_event_streams(
 
 def client_with(handler: httpx2.MockTransport, limit: int | None = None) -> httpx2.AsyncClient:
     client = _client_type()(transport=handler)
-    client.guard(limit, ())
+    client.guard(limit)
     return client  # type: ignore[no-any-return]
 
 
