@@ -36,13 +36,12 @@ import anyio.lowlevel
 from ..errors import MCPError, MCPTimeoutError, UserError
 from . import _errors
 from ._errors import Attempt
-from ._http import HTTP_CLOSE_GRACE
 from ._input import with_defaults
 from ._keeper import Lease
 from ._limits import DEFAULT_TIMEOUT, SAME_AS_TIMEOUT, Timeouts
 from ._protocol import Learned
 from ._sdk import ensure_sdk
-from ._session import Session, open_session
+from ._session import Opening, Session
 from ._tool import Runner
 from ._toollist import MCPToolList, ToolChanges, merge_changes
 
@@ -194,8 +193,12 @@ class MCPConnection:
     async def _open(self) -> None:
         """Open a session, owned by a child of the block's group; or keep why it failed in `_failure`."""
         assert self._group is not None
-        grace = HTTP_CLOSE_GRACE if self.server.kind == "http" else None
-        lease = Lease(self._opener, grace=grace)
+        from ._stdio import launch_parameters
+
+        launch = launch_parameters(self.server) if self.server.kind == "stdio" else None
+        lease = Opening(
+            self.server, self.timeouts, self._learned, self._kwargs, launch, learn=self._learn
+        ).leased()
         self._listening = anyio.Event()
         self._group.start_soon(lease.own, name=f"cubepi-mcp-connection {self.describe()}")
         await lease.ready.wait()
@@ -210,24 +213,9 @@ class MCPConnection:
         self._watching = anyio.CancelScope()
         self._group.start_soon(self._listen, lease.session, self._listening, self._watching)
 
-    def _opener(self, lease: Lease) -> Any:
-        from ._stdio import launch_parameters
-
-        launch = None
-        if self.server.kind == "stdio":
-            launch, secrets = launch_parameters(self.server)
-            lease.attempt.add_secrets(secrets)
-        return _Learning(
-            self,
-            open_session(
-                self.server,
-                self.timeouts,
-                self._learned,
-                lease.attempt,
-                self._kwargs,
-                launch=launch,
-                opening=lease.opening,
-            ),
+    def _learn(self, session: Session) -> None:
+        self._learned = dataclasses.replace(
+            self._learned, protocol=session.protocol, transport=session.transport
         )
 
     # -- calls ---------------------------------------------------------------------------------------------
@@ -446,25 +434,6 @@ class MCPConnection:
                     await outcome
             except Exception:
                 logger.exception("on_tools_changed raised (ignored; the connection goes on)")
-
-
-class _Learning:
-    """`open_session`'s context, which tells the connection what the session found once it is ready."""
-
-    def __init__(self, connection: MCPConnection, opened: Any) -> None:
-        self.connection = connection
-        self.opened = opened
-
-    async def __aenter__(self) -> Session:
-        session: Session = await self.opened.__aenter__()
-        learned = self.connection._learned
-        self.connection._learned = dataclasses.replace(
-            learned, protocol=session.protocol, transport=session.transport
-        )
-        return session
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        return await self.opened.__aexit__(*exc)
 
 
 class ConnectionRunner(Runner):

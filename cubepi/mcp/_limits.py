@@ -1,4 +1,4 @@
-"""How long and how much: the timeouts by phase, `max_duration`, `max_response_bytes`, and their errors.
+"""How long and how much: the timeouts by phase, a request's `Deadline`, `max_duration`, `max_response_bytes`.
 
 Every limit is per call, never per read. `timeout` bounds each phase (start-up, listing, a call that hears
 nothing), `startup_timeout` start-up alone, `max_duration` a whole call however much progress it reports;
@@ -8,11 +8,24 @@ nothing), `startup_timeout` start-up alone, `max_duration` a whole call however 
 
 from __future__ import annotations
 
+import inspect
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import anyio
 
 from ..errors import MCPTimeoutError, UserError
+from ..tools import ToolUpdate, UpdateCallback
+
+if TYPE_CHECKING:
+    from mcp.shared.dispatcher import ProgressFnT
+
+    from ._session import Session
+
+T = TypeVar("T")
+REQUEST_TIMEOUT = -32001
 
 __all__ = [
     "CLOSE_MARGIN",
@@ -21,10 +34,12 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "SAME_AS_SERVER",
     "SAME_AS_TIMEOUT",
+    "Deadline",
     "Phase",
     "ResponseTooLarge",
     "Timeouts",
     "check_response_bytes",
+    "progress_relay",
     "sse_limit_hit",
     "timeout_error",
 ]
@@ -132,6 +147,97 @@ def timeout_error(
     else:
         text = f"{action} timed out after {limit:g} s (timeout; phase: {phase})"
     return MCPTimeoutError(text, phase=phase, limit=limit, tool_name=tool_name, server=server)
+
+
+class Deadline:
+    """The limit of one request of `session`: `idle` seconds of silence, never past `hard`.
+
+    A new 2026-07-28 stdio process (`Session.starting`: its start-up limit) has sent nothing before this
+    request, its first: no probe goes beside it. Should it stay silent for `idle` (or its start-up limit,
+    if shorter), ``server/discover`` is asked (`_probe`): any output of the process shows that it is up,
+    and from then on the request gets `idle` seconds of silence. A process silent for its whole start-up
+    limit ends the request as a start-up timeout (`missed_start`).
+    """
+
+    def __init__(self, session: Session, idle: float, hard: float) -> None:
+        self.session = session
+        self.starting, session.starting = session.starting, None
+        process = session.attempt.process
+        self.process = (
+            process if self.starting is not None and process is not None and not process.heard else None
+        )
+        self.idle, self.hard = idle, hard
+        self.started = anyio.current_time()
+        self.start_failed = False  # the probe went unanswered for the whole start-up limit
+        self.scope = anyio.CancelScope(deadline=min(self.started + idle + (self.starting or 0), hard))
+
+    @property
+    def watching(self) -> bool:
+        return self.process is not None
+
+    async def run(self, request: Callable[[], Awaitable[T]]) -> T:
+        """`request()` with `_probe` beside it; what `request` raises comes out as it is (no group)."""
+        assert self.process is not None
+        self.process.on_output = self.heard
+        outcome: list[T] = []
+        failure: list[BaseException] = []
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._probe)
+                try:
+                    outcome.append(await request())
+                except BaseException as exc:  # re-raised below, outside the task group
+                    failure.append(exc)
+                finally:
+                    group.cancel_scope.cancel()
+        finally:
+            self.process.on_output = None
+        if failure:
+            raise failure[0]
+        return outcome[0]
+
+    def heard(self) -> None:
+        """The new process wrote its first output: from now on the request gets its own limit."""
+        if not self.scope.cancel_called:
+            self.scope.deadline = min(anyio.current_time() + self.idle, self.hard)
+
+    async def _probe(self) -> None:
+        from mcp.shared.exceptions import MCPError as SdkError
+
+        assert self.starting is not None and self.process is not None
+        await anyio.sleep(min(self.idle, self.starting))
+        with anyio.move_on_after(self.started + self.starting - anyio.current_time()) as waiting:
+            while not self.process.heard:
+                try:
+                    await self.session.client.send_discover(self.session.protocol.version)
+                except SdkError as exc:
+                    if exc.code == REQUEST_TIMEOUT:  # the SDK's own bound on one probe: ask again
+                        continue
+                return  # an answer, or the connection closed (the request reports it)
+        if waiting.cancelled_caught and not self.process.heard:
+            self.start_failed = True
+            self.scope.cancel()
+
+    def missed_start(self) -> float | None:
+        """The start-up limit, when the request ended before the new process wrote anything."""
+        return self.starting if self.process is not None and not self.process.heard else None
+
+
+def progress_relay(
+    scope: anyio.CancelScope, idle: float, hard: float, on_update: UpdateCallback | None
+) -> ProgressFnT:
+    """Progress notifications push `scope`'s deadline back by `idle` (never past `hard`), then reach
+    `on_update`. Always asked for: progress is what keeps a long call alive."""
+
+    async def relay(progress: float, total: float | None, message: str | None) -> None:
+        if not scope.cancel_called:
+            scope.deadline = min(anyio.current_time() + idle, hard)
+        if on_update is not None:
+            outcome = on_update(ToolUpdate(progress=progress, total=total, message=message))
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    return relay
 
 
 def check_response_bytes(value: object) -> int | None:

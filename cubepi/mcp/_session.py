@@ -1,30 +1,32 @@
 """One timed session: opened ready in either era over any transport, and its requests, bounded by phase.
 
-`open_session` enters the transport (`_stdio` or `_http`) and the SDK's `ClientSession` and starts the
-protocol (`_protocol.start`: adopt a discover result, ``initialize``, or negotiate), all within the start-up
-limit; it yields a `Session`. `call_tool` and `list_tools` are its requests, each bounded by its phase's
-timeout (a call: by silence, pushed back by progress, capped by `max_duration`).
+`Opening` holds what opening a session takes; its `session` enters the transport (`_stdio` or `_http`) and
+the SDK's `ClientSession` and starts the protocol (`_protocol.start`: adopt a discover result,
+``initialize``, or negotiate), all within the start-up limit, and yields a `Session`. `call_tool` and
+`list_tools` are a session's requests, each bounded by its phase's limit (`_limits.Deadline`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
-import inspect
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
 from ..errors import MCPError
-from ..tools import ToolUpdate, UpdateCallback
-from . import _errors
-from ._http import HttpKind, open_http, recording, resolve_headers
+from ..tools import UpdateCallback
+from . import _errors, _http
+from ._errors import Attempt
+from ._http import HTTP_CLOSE_GRACE, HttpKind, open_http, recording, resolve_headers
 from ._input import missing_input_hint
-from ._limits import Timeouts, timeout_error
+from ._keeper import Lease
+from ._limits import Deadline, Timeouts, progress_relay, timeout_error
 from ._protocol import Learned, Protocol, Transport, adopts, start
 from ._stdio import StdioProcess, open_stdio
 
@@ -32,24 +34,20 @@ if TYPE_CHECKING:
     import httpx2
     from mcp import ClientSession
     from mcp import types as mcp_types
-    from mcp.client.stdio import StdioServerParameters
-    from mcp.shared.dispatcher import ProgressFnT
 
-    from ._errors import Attempt
-    from ._servers import Server
+    from ._keeper import Keeper
+    from ._servers import HttpServer, Server
     from ._tasks import TaskWatch
 
-__all__ = ["INPUT_ROUNDS", "Interrupted", "Session", "call_tool", "list_tools", "open_session"]
+__all__ = ["INPUT_ROUNDS", "Interrupted", "Opening", "Session", "call_tool", "list_tools"]
 
-T = TypeVar("T")
 logger = logging.getLogger("cubepi.mcp")
-REQUEST_TIMEOUT = -32001
 # How many times a 2026-07-28 call may be sent again with the input its server asked for.
 INPUT_ROUNDS = 10
 
 
 class Interrupted(Exception):
-    """Raised out of `open_session` when its `opening` scope was cancelled (the caller went away while
+    """Raised out of `Opening.session` when its `opening` scope was cancelled (the caller went away while
     the session started): the caller's cancellation is delivered in its place."""
 
 
@@ -58,9 +56,9 @@ class Session:
     """A ready SDK session, what it speaks, and what its requests need.
 
     `starting` is the start-up limit of a new 2026-07-28 stdio process not heard from yet: its first
-    request's deadline includes it (see `_Deadline`). `definitions` are the listed tools whose calls need
-    their definition; `tasks` the list's `TaskWatch` (when it consents to tasks); `sibling` opens another
-    fresh session to the same server (HTTP), for a task's polls.
+    request's deadline includes it (`_limits.Deadline`). `definitions` are the listed tools whose calls
+    need their definition; `tasks` the list's `TaskWatch` (when it consents to tasks); `sibling` opens
+    another fresh session to the same server (HTTP), for a task's polls; `headers` those a callable gave.
     """
 
     client: ClientSession
@@ -73,198 +71,166 @@ class Session:
     tasks: TaskWatch | None = None
     sibling: Callable[[], contextlib.AbstractAsyncContextManager[ClientSession]] | None = None
     starting: float | None = None
-    headers: dict[str, str] | None = field(default=None, repr=False)  # a callable's, for this session
+    headers: dict[str, str] | None = field(default=None, repr=False)
 
 
-@contextlib.asynccontextmanager
-async def open_session(
-    server: Server,
-    timeouts: Timeouts,
-    learned: Learned,
-    attempt: Attempt,
-    kwargs: Mapping[str, Any],
-    *,
-    launch: StdioServerParameters | None = None,
-    client: httpx2.AsyncClient | None = None,
-    opening: anyio.CancelScope | None = None,
-) -> AsyncIterator[Session]:
-    """A fresh transport and a ready session to `server`, closed when the block ends.
+@dataclass
+class Opening:
+    """What opening a session to a server takes, as of one request.
 
-    `launch` (stdio) is what spawning takes (`_stdio.launch_parameters`); `client` (HTTP) the list's shared
-    client, else one is made for the block. An ``"auto"`` HTTP server whose transport is not known yet is
-    tried over Streamable HTTP first; a 4xx (not 401 / 403) to it means an SSE-only server. Cancelling
-    `opening` stops the start-up (the session then closes and `Interrupted` is raised). `kwargs` go to
-    the SDK's `ClientSession`. Exceptions come out raw; the caller translates them.
+    `launch` (stdio: `_stdio.launch_parameters`, computed once per list); `keeper` lends the list's HTTP
+    client (else a client is made for the session); `kwargs` go to the SDK's `ClientSession`; `learn` is
+    told what a session found (the runner that owns `learned`). It refers to nothing that owns a list, so
+    that a spare session it opens does not keep the list alive.
     """
-    from mcp import ClientSession
 
-    if server.kind == "stdio":
-        assert launch is not None
-        process = attempt.process = StdioProcess(server.max_response_bytes, server.on_stderr)
-        stdio = open_stdio(launch, process)
-        async with _started(server, timeouts, learned, attempt, kwargs, stdio, "stdio", opening) as s:
-            if s.protocol.stateless and not process.heard:
-                s.starting = math.inf if timeouts.startup is None else timeouts.startup
-            yield s
-        return
-    async with contextlib.AsyncExitStack() as stack:
-        headers = await resolve_headers(server)
-        stack.enter_context(recording(attempt, headers))
-        if client is None:
-            client = await stack.enter_async_context(_own_client(server))
+    server: Server
+    timeouts: Timeouts
+    learned: Learned
+    kwargs: Mapping[str, Any]
+    launch: Any = None
+    keeper: Keeper | None = None
+    tasks: TaskWatch | None = None
+    learn: Callable[[Session], None] | None = None
+
+    def leased(self, tool_name: str | None = None) -> Lease:
+        """A lease (`_keeper`) whose owner opens a session this way."""
+        grace = None if self.server.kind == "stdio" else HTTP_CLOSE_GRACE
+        return Lease(self.leasing, tool_name=tool_name, grace=grace)
+
+    def leasing(self, lease: Lease) -> contextlib.AbstractAsyncContextManager[Session]:
+        return self.session(lease.attempt, lease.opening)
+
+    @contextlib.asynccontextmanager
+    async def sibling(self) -> AsyncIterator[ClientSession]:
+        """Another fresh session to the server (a task's polls go out on their own)."""
+        async with dataclasses.replace(self, learn=None).session(Attempt()) as session:
+            yield session.client
+
+    @contextlib.asynccontextmanager
+    async def session(
+        self, attempt: Attempt, opening: anyio.CancelScope | None = None
+    ) -> AsyncIterator[Session]:
+        """A fresh transport and a ready session, closed when the block ends. Cancelling `opening` stops
+        the start-up (the session then closes and `Interrupted` is raised). Exceptions come out raw."""
+        if self.server.kind == "stdio":
+            params, secrets = self.launch
+            attempt.add_secrets(secrets)
+            process = attempt.process = StdioProcess(self.server.max_response_bytes, self.server.on_stderr)
+            async with self._started(attempt, open_stdio(params, process), "stdio", opening) as session:
+                if session.protocol.stateless and not process.heard:
+                    startup = self.timeouts.startup
+                    session.starting = math.inf if startup is None else startup
+                yield session
+            return
+        server = self.server
+        keeper = self.keeper
+        lent = await keeper.lend_client(self._client) if keeper is not None else None
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                headers = await resolve_headers(server)
+                stack.enter_context(recording(attempt, headers))
+                client = lent if lent is not None else await stack.enter_async_context(self._client())
+                session = await stack.enter_async_context(self._over_http(server, attempt, client, opening))
+                session.headers = headers
+                session.sibling = self.sibling
+                yield session
+        finally:
+            if keeper is not None:
+                keeper.give_back()
+
+    def _client(self) -> httpx2.AsyncClient:
+        return _http.http_client(cast("HttpServer", self.server))
+
+    @contextlib.asynccontextmanager
+    async def _over_http(
+        self,
+        server: HttpServer,
+        attempt: Attempt,
+        client: httpx2.AsyncClient,
+        opening: anyio.CancelScope | None,
+    ) -> AsyncIterator[Session]:
+        """Streamable HTTP or SSE; an ``"auto"`` server not known yet is tried over Streamable HTTP first,
+        and a 4xx (not 401 / 403) to it means an SSE-only server."""
+        from mcp import ClientSession
+
+        learned = self.learned
         kind: HttpKind = "streamable-http" if server.transport == "auto" else server.transport
-        if learned.transport in ("streamable-http", "sse"):
+        if learned.transport == "sse" or learned.transport == "streamable-http":
             kind = learned.transport
         if kind == "streamable-http" and adopts(server.protocol, learned.protocol):
             # Opening sends nothing and waits for nothing: no start-up limit to keep.
-            streams = await stack.enter_async_context(open_http(server, kind, client))
-            sdk = await stack.enter_async_context(ClientSession(*streams, **kwargs))
-            protocol = await start(sdk, server.protocol, learned.protocol, attempt)
-            session = Session(sdk, protocol, kind, attempt, timeouts, server.describe(), learned.definitions)
-            session.headers = headers
-            yield session
-            attempt.phase = "close"
+            async with (
+                open_http(server, kind, client) as streams,
+                ClientSession(*streams, **self.kwargs) as sdk,
+            ):
+                protocol = await start(sdk, server.protocol, learned.protocol, attempt)
+                yield self._ready(Session(sdk, protocol, kind, attempt, self.timeouts, server.describe()))
             return
-        try:
-            session = await stack.enter_async_context(
-                _started(
-                    server, timeouts, learned, attempt, kwargs, open_http(server, kind, client), kind, opening
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                session = await stack.enter_async_context(
+                    self._started(attempt, open_http(server, kind, client), kind, opening)
                 )
-            )
-        except Exception as exc:
-            status = attempt.http_status
-            if learned.transport is not None or server.transport != "auto" or status is None:
-                raise
-            if not 400 <= status < 500 or status in (401, 403):
-                raise
-            attempt.note = f"Streamable HTTP first: the server answered HTTP {status}; then the SSE transport"
-            attempt.phase, attempt.http_status = "startup", None
-            logger.debug("Streamable HTTP failed (%r); trying SSE", exc)
-            sse = open_http(server, "sse", client)
-            session = await stack.enter_async_context(
-                _started(server, timeouts, learned, attempt, kwargs, sse, "sse", opening)
-            )
-        session.headers = headers
-        yield session
-
-
-@contextlib.asynccontextmanager
-async def _own_client(server: Server) -> AsyncIterator[httpx2.AsyncClient]:
-    from . import _http
-
-    async with _http.http_client(server) as client:  # type: ignore[arg-type]
-        yield client
-
-
-@contextlib.asynccontextmanager
-async def _started(
-    server: Server,
-    timeouts: Timeouts,
-    learned: Learned,
-    attempt: Attempt,
-    kwargs: Mapping[str, Any],
-    transport: contextlib.AbstractAsyncContextManager[tuple[Any, Any]],
-    kind: Transport,
-    opening: anyio.CancelScope | None,
-) -> AsyncIterator[Session]:
-    """`transport` entered and its session started within the start-up limit; the deadline encloses the
-    transport (so that cancel scopes nest) and is lifted once the session is ready."""
-    from mcp import ClientSession
-
-    attempt.phase = "startup"
-    limit = timeouts.startup
-    opening = opening or anyio.CancelScope()
-    with anyio.CancelScope(deadline=math.inf if limit is None else anyio.current_time() + limit) as startup:
-        async with transport as (read, write), ClientSession(read, write, **kwargs) as sdk:
-            with opening:
-                attempt.phase = "initialize"
-                try:
-                    protocol = await start(sdk, server.protocol, learned.protocol, attempt)
-                except BaseException:
-                    if startup.cancel_called and limit is not None and attempt.on_timeout is not None:
-                        attempt.on_timeout(timeout_error(timeouts, server.describe(), "initialize", limit))
+            except Exception as exc:
+                status = attempt.http_status
+                auto = learned.transport is None and server.transport == "auto"
+                if not auto or status is None or not 400 <= status < 500 or status in (401, 403):
                     raise
-            if opening.cancel_called:
-                raise Interrupted()
-            startup.deadline = math.inf
-            yield Session(sdk, protocol, kind, attempt, timeouts, server.describe(), learned.definitions)
-            attempt.phase = "close"
-    if startup.cancelled_caught and limit is not None:
-        raise timeout_error(timeouts, server.describe(), "initialize", limit)
+                attempt.note = (
+                    f"Streamable HTTP first: the server answered HTTP {status}; then the SSE transport"
+                )
+                attempt.phase, attempt.http_status = "startup", None
+                logger.debug("Streamable HTTP failed (%r); trying SSE", exc)
+                session = await stack.enter_async_context(
+                    self._started(attempt, open_http(server, "sse", client), "sse", opening)
+                )
+            yield session
 
+    @contextlib.asynccontextmanager
+    async def _started(
+        self,
+        attempt: Attempt,
+        transport: contextlib.AbstractAsyncContextManager[tuple[Any, Any]],
+        kind: Transport,
+        opening: anyio.CancelScope | None,
+    ) -> AsyncIterator[Session]:
+        """`transport` entered and its session started within the start-up limit; the deadline encloses
+        the transport (so that cancel scopes nest) and is lifted once the session is ready."""
+        from mcp import ClientSession
 
-class _Deadline:
-    """The limit of one request of `session`: `idle` seconds of silence, never past `hard`.
+        server, timeouts = self.server, self.timeouts
+        attempt.phase = "startup"
+        limit = timeouts.startup
+        opening = opening or anyio.CancelScope()
+        with anyio.CancelScope(
+            deadline=math.inf if limit is None else anyio.current_time() + limit
+        ) as startup:
+            async with transport as (read, write), ClientSession(read, write, **self.kwargs) as sdk:
+                with opening:
+                    attempt.phase = "initialize"
+                    try:
+                        protocol = await start(sdk, server.protocol, self.learned.protocol, attempt)
+                    except BaseException:
+                        if startup.cancel_called and limit is not None and attempt.on_timeout is not None:
+                            attempt.on_timeout(
+                                timeout_error(timeouts, server.describe(), "initialize", limit)
+                            )
+                        raise
+                if opening.cancel_called:
+                    raise Interrupted()
+                startup.deadline = math.inf
+                yield self._ready(Session(sdk, protocol, kind, attempt, timeouts, server.describe()))
+                attempt.phase = "close"
+        if startup.cancelled_caught and limit is not None:
+            raise timeout_error(timeouts, server.describe(), "initialize", limit)
 
-    A new 2026-07-28 stdio process (`Session.starting`: its start-up limit) has sent nothing before this
-    request, its first: no probe goes beside it. Should it stay silent for `idle` (or its start-up limit,
-    if shorter), ``server/discover`` is asked (`_probe`): any output of the process shows that it is up,
-    and from then on the request gets `idle` seconds of silence. A process silent for its whole start-up
-    limit ends the request as a start-up timeout (`missed_start`).
-    """
-
-    def __init__(self, session: Session, idle: float, hard: float) -> None:
-        self.session = session
-        self.starting, session.starting = session.starting, None
-        process = session.attempt.process
-        self.process = (
-            process if self.starting is not None and process is not None and not process.heard else None
-        )
-        self.idle, self.hard = idle, hard
-        self.started = anyio.current_time()
-        self.start_failed = False  # the probe went unanswered for the whole start-up limit
-        self.scope = anyio.CancelScope(deadline=min(self.started + idle + (self.starting or 0), hard))
-
-    @property
-    def watching(self) -> bool:
-        return self.process is not None
-
-    async def run(self, request: Callable[[], Awaitable[T]]) -> T:
-        """`request()` with `_probe` beside it; what `request` raises comes out as it is (no group)."""
-        assert self.process is not None
-        self.process.on_output = self.heard
-        outcome: list[T] = []
-        failure: list[BaseException] = []
-        try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(self._probe)
-                try:
-                    outcome.append(await request())
-                except BaseException as exc:  # re-raised below, outside the task group
-                    failure.append(exc)
-                finally:
-                    group.cancel_scope.cancel()
-        finally:
-            self.process.on_output = None
-        if failure:
-            raise failure[0]
-        return outcome[0]
-
-    def heard(self) -> None:
-        """The new process wrote its first output: from now on the request gets its own limit."""
-        if not self.scope.cancel_called:
-            self.scope.deadline = min(anyio.current_time() + self.idle, self.hard)
-
-    async def _probe(self) -> None:
-        from mcp.shared.exceptions import MCPError as SdkError
-
-        assert self.starting is not None and self.process is not None
-        await anyio.sleep(min(self.idle, self.starting))
-        with anyio.move_on_after(self.started + self.starting - anyio.current_time()) as waiting:
-            while not self.process.heard:
-                try:
-                    await self.session.client.send_discover(self.session.protocol.version)
-                except SdkError as exc:
-                    if exc.code == REQUEST_TIMEOUT:  # the SDK's own bound on one probe: ask again
-                        continue
-                return  # an answer, or the connection closed (the request reports it)
-        if waiting.cancelled_caught and not self.process.heard:
-            self.start_failed = True
-            self.scope.cancel()
-
-    def missed_start(self) -> float | None:
-        """The start-up limit, when the request ended before the new process wrote anything."""
-        return self.starting if self.process is not None and not self.process.heard else None
+    def _ready(self, session: Session) -> Session:
+        session.definitions = self.learned.definitions
+        session.tasks = self.tasks
+        if self.learn is not None:
+            self.learn(session)
+        return session
 
 
 async def list_tools(session: Session) -> tuple[list[mcp_types.Tool], int | None]:
@@ -280,7 +246,7 @@ async def list_tools(session: Session) -> tuple[list[mcp_types.Tool], int | None
     cursor: str | None = None
     session.attempt.phase = "list"
     limit = timeouts.list
-    deadline = _Deadline(session, math.inf if limit is None else limit, math.inf)
+    deadline = Deadline(session, math.inf if limit is None else limit, math.inf)
     with deadline.scope, recording(session.attempt, session.headers):
         while True:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
@@ -356,7 +322,7 @@ async def call_tool(
     attempt.phase, attempt.http_status = "call", None
     idle = math.inf if timeouts.call is None else timeouts.call
     hard = math.inf if timeouts.max_duration is None else anyio.current_time() + timeouts.max_duration
-    deadline = _Deadline(session, idle, hard)
+    deadline = Deadline(session, idle, hard)
     if definition is not None and session.protocol.stateless:
         _learn(client, definition)
 
@@ -376,7 +342,7 @@ async def call_tool(
         )
 
     with deadline.scope as scope, recording(attempt, session.headers):
-        relay = _progress_relay(scope, idle, hard, on_update)
+        relay = progress_relay(scope, idle, hard, on_update)
         try:
             if deadline.watching:
                 first = await deadline.run(functools.partial(send, None, None))
@@ -432,23 +398,6 @@ def _is_transport_failure(exc: Any, session: Session) -> bool:
         return True
     status = session.attempt.http_status
     return status in (401, 403) or (status == 404 and not session.protocol.stateless)
-
-
-def _progress_relay(
-    scope: anyio.CancelScope, idle: float, hard: float, on_update: UpdateCallback | None
-) -> ProgressFnT:
-    """Progress notifications push `scope`'s deadline back by `idle` (never past `hard`), then reach
-    `on_update`. Always asked for: progress is what keeps a long call alive."""
-
-    async def relay(progress: float, total: float | None, message: str | None) -> None:
-        if not scope.cancel_called:
-            scope.deadline = min(anyio.current_time() + idle, hard)
-        if on_update is not None:
-            outcome = on_update(ToolUpdate(progress=progress, total=total, message=message))
-            if inspect.isawaitable(outcome):
-                await outcome
-
-    return relay
 
 
 def _task_hint(tool: mcp_types.Tool | None, protocol: Protocol) -> str | None:

@@ -177,7 +177,7 @@ class StdioProcess:
         return self.process.returncode if self.process is not None else None
 
     def kill_group(self) -> None:
-        """SIGKILL the server's process group at once (the loop is ending: no graceful shutdown can finish)."""
+        """SIGKILL the server's process group at once (the loop ends: no graceful shutdown can finish)."""
         if self.process is None or sys.platform == "win32":
             return
         with contextlib.suppress(OSError):

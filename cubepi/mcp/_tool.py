@@ -17,11 +17,10 @@ A call of a 2026-07-28 Streamable HTTP tool is these frames: `AgentTool.execute`
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import anyio
@@ -31,20 +30,18 @@ from .._calling import lent_elicitation
 from ..errors import MCPError, MCPTimeoutError, UserError
 from ..schema import schema_to_model, to_arguments
 from ..tools import AgentTool, AgentToolResult, UpdateCallback
-from . import _errors, _http
+from . import _errors
 from ._errors import Attempt
-from ._http import HTTP_CLOSE_GRACE
 from ._input import with_defaults
 from ._keeper import Keeper, Lease
 from ._limits import CLOSE_MARGIN, DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
 from ._output import OutputCheck
 from ._protocol import TASKS_EXTENSION, Learned
 from ._sdk import ensure_sdk
-from ._session import Session, call_tool, open_session
+from ._session import Opening, Session, call_tool
 from ._toollist import Shared
 
 if TYPE_CHECKING:
-    from mcp import ClientSession
     from mcp import types as mcp_types
 
     from ._policies import Policies
@@ -76,69 +73,6 @@ class Runner:
 
     def describe(self) -> str:
         raise NotImplementedError
-
-
-@dataclasses.dataclass
-class Opening:
-    """What opening a session to a list's server takes, as of one call. It refers to nothing that owns
-    the list, so that a spare session it opens does not keep the list alive."""
-
-    server: Server
-    timeouts: Timeouts
-    learned: Learned
-    kwargs: dict[str, Any]
-    keeper: Keeper | None = None
-    launch: Any = None  # stdio: `_stdio.launch_parameters`
-    tasks: Any = None  # a `_tasks.TaskWatch`, when the list consents to tasks
-    learn: Callable[[Session], None] | None = None
-
-    @contextlib.asynccontextmanager
-    async def session(
-        self, attempt: Attempt, opening: anyio.CancelScope | None = None
-    ) -> AsyncIterator[Session]:
-        keeper = self.keeper if self.server.kind == "http" else None
-        client = await keeper.lend_client(self._client) if keeper is not None else None
-        launch = None
-        if self.launch is not None:
-            launch, secrets = self.launch
-            attempt.add_secrets(secrets)
-        try:
-            async with open_session(
-                self.server,
-                self.timeouts,
-                self.learned,
-                attempt,
-                self.kwargs,
-                launch=launch,
-                client=client,
-                opening=opening,
-            ) as session:
-                session.tasks = self.tasks
-                if self.server.kind == "http":
-                    session.sibling = self.sibling
-                if self.learn is not None:
-                    self.learn(session)
-                yield session
-        finally:
-            if keeper is not None:
-                keeper.give_back()
-
-    def _client(self) -> Any:
-        return _http.http_client(self.server)  # type: ignore[arg-type]
-
-    @contextlib.asynccontextmanager
-    async def sibling(self) -> AsyncIterator[ClientSession]:
-        """Another fresh session to the server (a task's polls go out on their own)."""
-        quiet = dataclasses.replace(self, learn=None)
-        async with quiet.session(Attempt()) as session:
-            yield session.client
-
-    def leased(self, tool_name: str | None = None) -> Lease:
-        grace = None if self.server.kind == "stdio" else HTTP_CLOSE_GRACE
-        return Lease(self.session_for, tool_name=tool_name, grace=grace)
-
-    def session_for(self, lease: Lease) -> contextlib.AbstractAsyncContextManager[Session]:
-        return self.session(lease.attempt, lease.opening)
 
 
 class Stateless(Runner):
@@ -204,18 +138,19 @@ class Stateless(Runner):
         lent = lent_elicitation()
         if lent is not None and "elicitation_callback" not in kwargs:
             kwargs = {**kwargs, "elicitation_callback": with_defaults(lent)}
-        shared = self.shared
+        shared, server = self.shared, self.server
+        tasks = (
+            shared.task_watch(self.timeouts, "elicitation_callback" in self.callbacks) if self.tasks else None
+        )
         return Opening(
-            self.server,
+            server,
             self.timeouts,
             self.learned,
             kwargs,
-            keeper,
-            shared.launch(self.server) if self.server.kind == "stdio" else None,
-            shared.task_watch(self.timeouts, "elicitation_callback" in self.callbacks)
-            if self.tasks
-            else None,
-            self.learn if learn else None,
+            launch=shared.launch(server) if server.kind == "stdio" else None,
+            keeper=keeper,
+            tasks=tasks,
+            learn=self.learn if learn else None,
         )
 
     def spare_opening(self, keeper: Keeper) -> Opening:
