@@ -40,7 +40,7 @@ def plain_http_server(handler: type[http.server.BaseHTTPRequestHandler]) -> Iter
     """A plain (not MCP) HTTP server on a free port of 127.0.0.1, served from a thread for the block;
     yields its base URL."""
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"

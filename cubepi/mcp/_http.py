@@ -22,7 +22,7 @@ import contextvars
 import functools
 import inspect
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -59,11 +59,13 @@ def http_client(server: HttpServer) -> httpx2.AsyncClient:
     static = server.headers if isinstance(server.headers, Mapping) else None
     _redact_logs()
     names = (*_CREDENTIAL_HEADERS, *(name.lower() for name in static or ()))
+    # Only headers the user gave, or an auth sets, can carry a secret: without them, no hook to run.
+    noting = bool(static) or server.auth is not None or callable(server.headers)
     client: httpx2.AsyncClient = _client_type()(
         timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
         headers=dict(static) if static else None,
         auth=server.auth,
-        event_hooks={"request": [_SecretNoter(names)]},
+        event_hooks={"request": [_SecretNoter(names)] if noting else []},
     )
     client.guard(server.max_response_bytes)  # type: ignore[attr-defined]
     return client
@@ -118,9 +120,9 @@ def _client_type() -> Any:
             scope = _SCOPE.get()
             if scope is not None and response.status_code >= 300:
                 scope[0].http_status, scope[0].http_reason = response.status_code, response.reason_phrase
-            events = response.headers.get("content-type", "").lower().startswith("text/event-stream")
-            if self._limit is not None and not events:
-                response.stream = _bounded_type()(response.stream, self._limit)  # type: ignore[arg-type]
+            limit = self._limit
+            if limit is not None and not _within(response, limit):
+                response.stream = _bounded_type()(response.stream, limit)  # type: ignore[arg-type]
             if not stream:
                 try:
                     await response.aread()
@@ -138,6 +140,16 @@ def _client_type() -> Any:
                         await connection.aclose()
 
     return Client
+
+
+def _within(response: httpx2.Response, limit: int) -> bool:
+    """Whether a body needs no counting: an event stream (the SDK bounds each event), or a body whose
+    ``Content-Length`` (which the HTTP framing holds it to) is within the limit."""
+    headers = response.headers
+    if headers.get("content-type", "").lower().startswith("text/event-stream"):
+        return True
+    length = headers.get("content-length")
+    return length is not None and length.isdigit() and int(length) <= limit
 
 
 @functools.cache
@@ -165,20 +177,25 @@ def _bounded_type() -> Callable[[httpx2.AsyncByteStream, int], httpx2.AsyncByteS
     return Bounded
 
 
-@contextlib.contextmanager
-def recording(attempt: Attempt, headers: dict[str, str] | None = None) -> Iterator[None]:
+class recording:
     """Within this block (and the tasks it starts, and the requests it sends), the client's guard reports
-    to `attempt` and adds `headers` (`resolve_headers`) to each request."""
-    current = _SCOPE.get()
-    if current is not None and current[0] is attempt and current[1] is headers:
-        yield
-        return
-    token = _SCOPE.set((attempt, headers))
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ValueError):  # exited in another context
-            _SCOPE.reset(token)
+    to `attempt` and adds `headers` (`resolve_headers`) to each request. A class: it is on every call."""
+
+    __slots__ = ("_scope", "_token")
+
+    def __init__(self, attempt: Attempt, headers: dict[str, str] | None = None) -> None:
+        self._scope = (attempt, headers)
+        self._token: contextvars.Token[Any] | None = None
+
+    def __enter__(self) -> None:
+        current = _SCOPE.get()
+        if current is None or current[0] is not self._scope[0] or current[1] is not self._scope[1]:
+            self._token = _SCOPE.set(self._scope)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            with contextlib.suppress(ValueError):  # exited in another context
+                _SCOPE.reset(self._token)
 
 
 async def resolve_headers(server: HttpServer) -> dict[str, str] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import shlex
@@ -222,6 +223,10 @@ class StdioServer(_Connectable):
 
     def describe(self) -> str:
         """A secret-free one-line description (used in errors and as the tools' origin)."""
+        return self._description
+
+    @functools.cached_property
+    def _description(self) -> str:
         text = shlex.join([self.command, *self.args])
         if len(text) > 160:
             text = text[:157] + "..."
@@ -273,6 +278,10 @@ class HttpServer(_Connectable):
 
     def describe(self) -> str:
         """A secret-free one-line description (no header values, no query string, no user info)."""
+        return self._description
+
+    @functools.cached_property
+    def _description(self) -> str:
         return f"http server {_safe_url(self.url)}"
 
     def __repr__(self) -> str:

@@ -108,6 +108,45 @@ class Opening:
             yield session.client
 
     @contextlib.asynccontextmanager
+    async def one_request(self, attempt: Attempt) -> AsyncIterator[Session]:
+        """`session` for a 2026-07-28 request over Streamable HTTP, the path of most calls, written out:
+        the session adopts the discover result, sends nothing but its request and waits for nothing (no
+        start-up limit); it ends without a word to the server."""
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        server, keeper, learned = self.server, self.keeper, self.learned
+        assert server.kind == "http" and learned.protocol is not None
+        lent = await keeper.lend_client(self._client) if keeper is not None else None
+        headers = await resolve_headers(server) if callable(server.headers) else None
+        try:
+            with recording(attempt, headers):
+                async with (
+                    contextlib.nullcontext(lent) if lent is not None else self._client() as client,
+                    streamable_http_client(
+                        server.url, http_client=client, max_sse_event_size=server.max_response_bytes
+                    ) as (read, write),
+                    ClientSession(read, write, **self.kwargs) as sdk,
+                ):
+                    sdk.adopt(learned.protocol.discover)  # type: ignore[arg-type]
+                    session = Session(
+                        sdk,
+                        learned.protocol,
+                        "streamable-http",
+                        attempt,
+                        self.timeouts,
+                        server.describe(),
+                        learned.definitions,
+                        self.tasks,
+                        self.sibling,
+                        headers=headers,
+                    )
+                    yield session
+        finally:
+            if keeper is not None:
+                keeper.give_back()
+
+    @contextlib.asynccontextmanager
     async def session(
         self, attempt: Attempt, opening: anyio.CancelScope | None = None
     ) -> AsyncIterator[Session]:

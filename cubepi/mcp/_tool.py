@@ -111,6 +111,7 @@ class Stateless(Runner):
     def adopt(self, learned: Learned) -> None:
         """Replace what is known of the server, and choose the path of a call for it."""
         self.learned = learned
+        self._last: Opening | None = None
         kwargs = dict(self.callbacks)
         protocol = learned.protocol
         if self.tasks and protocol is not None and protocol.offers_tasks:
@@ -131,18 +132,28 @@ class Stateless(Runner):
         self.adopt(dataclasses.replace(self.learned, definitions=dict(definitions)))
 
     def opening(self, keeper: Keeper | None, *, learn: bool = True) -> Opening:
-        """What a session opened now takes (the SDK is imported here first: `_sdk.ensure_sdk`)."""
+        """What a session opened now takes (the SDK is imported here first: `_sdk.ensure_sdk`). The last
+        one made for a keeper is reused while nothing changes (it is on every call)."""
+        cached = self._last
+        lent = lent_elicitation()
+        lent = None if lent is None or "elicitation_callback" in self._kwargs else lent
+        if (
+            cached is not None
+            and cached.keeper is keeper
+            and lent is None
+            and (cached.learn is not None) == learn
+        ):
+            return cached
         ensure_sdk()
         self.server.check_travelled()
-        kwargs = self._kwargs
-        lent = lent_elicitation()
-        if lent is not None and "elicitation_callback" not in kwargs:
-            kwargs = {**kwargs, "elicitation_callback": with_defaults(lent)}
+        kwargs = (
+            self._kwargs if lent is None else {**self._kwargs, "elicitation_callback": with_defaults(lent)}
+        )
         shared, server = self.shared, self.server
         tasks = (
             shared.task_watch(self.timeouts, "elicitation_callback" in self.callbacks) if self.tasks else None
         )
-        return Opening(
+        opening = Opening(
             server,
             self.timeouts,
             self.learned,
@@ -152,6 +163,9 @@ class Stateless(Runner):
             tasks=tasks,
             learn=self.learn if learn else None,
         )
+        if lent is None:
+            self._last = opening
+        return opening
 
     def spare_opening(self, keeper: Keeper) -> Opening:
         """How a spare opens: with what the list knows now, and no way back to the list (which a spare
@@ -171,7 +185,7 @@ class Stateless(Runner):
         shared.check_open()
         attempt = Attempt(tool_name=tool_name)
         try:
-            async with self.opening(await shared.keeper(), learn=False).session(attempt) as session:
+            async with self.opening(await shared.keeper(), learn=False).one_request(attempt) as session:
                 return await work(session, *args)
         except BaseException as exc:
             if _errors.is_cancellation(exc):
@@ -255,7 +269,7 @@ class Stateless(Runner):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        del state["request"]
+        del state["request"], state["_last"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
