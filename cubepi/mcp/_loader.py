@@ -250,7 +250,7 @@ async def load_mcp_tools_stdio(
     CA-bundle, locale and ``TMPDIR`` variables (`cubepi.mcp.ENV_PASSTHROUGH`), then `env`; never the whole
     parent environment unless ``inherit_env=True``. `command` is looked up on that ``PATH`` as a shell
     would (``npx.cmd`` on Windows). What the server prints on stderr is kept for error messages (the last
-    16 KiB); `on_stderr` also gets it line by line (called from a helper thread; exceptions are logged).
+    16 KiB); `on_stderr` also gets it line by line (called in the event loop; exceptions are logged).
     ``prespawn=True`` keeps one spare server process started and initialized, so a call does not wait
     for the server to start (each call still gets a process no earlier call used). Policies as for
     `load_mcp_tools`.

@@ -183,7 +183,8 @@ class StdioServer(_Connectable):
     `command` is resolved on the ``PATH`` the server gets, as a shell would (``npx`` finds ``npx.cmd`` on
     Windows); a relative path with a directory part is relative to `cwd`. What the server prints on stderr
     is kept (the last 16 KiB, shown in startup and crash errors) and, with `on_stderr`, passed line by line
-    to that callback; it runs on a helper thread, and an exception in it is logged, never raised.
+    to that callback; it runs in the event loop (keep it quick), and an exception in it is logged, never
+    raised.
 
     `max_response_bytes` (default 64 MiB; None: no limit) bounds one message the server writes: a longer
     line fails the call with an `MCPError` naming the limit, before it can fill the caller's memory.

@@ -5,8 +5,9 @@ SIGTERM/SIGKILL of the process group) and adds what the SDK keeps to itself:
 
 - `launch_parameters`: the command looked up on the ``PATH`` the server gets, and its environment (the
   SDK's safe default, `ENV_PASSTHROUGH`, then `env`), computed once per list, not per call;
-- `StdioProcess`: what the server printed on stderr (a pipe drained by a thread: the last 16 KiB for
-  errors, each line to `on_stderr`), its exit code, and when it first wrote to stdout;
+- `StdioProcess`: what the server printed on stderr (a pipe drained as it comes, by a reader callback
+  of the asyncio loop: the last 16 KiB for errors, each line to `on_stderr`), its exit code, and when it
+  first wrote to stdout;
 - a linear, bounded read of stdout (`_LineAligned`): the SDK joins each chunk to the unfinished line
   before it (quadratic in a line's length), and would collect a line with no end forever. A line past
   `max_response_bytes` fails the session with `ResponseTooLarge`;
@@ -21,6 +22,7 @@ context variable), so other uses of the SDK in the program are untouched.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import fnmatch
@@ -80,7 +82,8 @@ ENV_PASSTHROUGH: tuple[str, ...] = (
 SPAWN_LIMIT = 3.0
 STDERR_LIMIT = 16 * 1024  # the tail of stderr kept for errors
 MAX_LINE = 64 * 1024  # a longer stderr line reaches `on_stderr` in pieces of this size
-EXIT_POLL = 0.2  # how often a silent stdout looks whether the server still runs
+STDERR_SETTLE = 0.5  # how long the end of stderr is waited for once the server is gone
+EXIT_POLL = 1.0  # how often a silent stdout looks whether the server still runs
 
 
 def environment(server: StdioServer) -> dict[str, str]:
@@ -169,8 +172,9 @@ class StdioProcess:
         read_fd, write_fd = os.pipe()
         self._read_fd = read_fd
         self.errlog: TextIO = os.fdopen(write_fd, "w", encoding="utf-8", errors="replace")
-        self._thread = threading.Thread(target=self._pump, name="cubepi-mcp-stderr", daemon=True)
-        self._thread.start()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ended: anyio.Event | None = None
+        self._thread: threading.Thread | None = None
 
     @property
     def returncode(self) -> int | None:
@@ -189,21 +193,62 @@ class StdioProcess:
             if self.on_output is not None:
                 self.on_output()
 
-    # -- stderr: a pipe the server writes, drained by a thread -----------------------------------------------
+    # -- stderr: a pipe the server writes, drained as it comes ----------------------------------------------
 
-    def _pump(self) -> None:
+    def start_reading(self) -> None:
+        """Drain the stderr pipe as the server writes it: a reader callback of the running asyncio loop (no
+        task, no thread), elsewhere (another backend, Windows) a daemon thread."""
+        fd = self._read_fd
         try:
-            while chunk := _read(self._read_fd):
-                with self._lock:
-                    self._buffer += chunk
-                    if len(self._buffer) > 2 * self.stderr_limit:
-                        del self._buffer[: len(self._buffer) - self.stderr_limit]
-                if self._on_line is not None:
-                    self._feed(chunk)
-        finally:
-            if self._on_line is not None and self._partial:
-                self._emit(bytes(self._partial))
-            os.close(self._read_fd)
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is not None and sys.platform != "win32":
+            os.set_blocking(fd, False)
+            self._loop = loop
+            self._ended = anyio.Event()
+            loop.add_reader(fd, self._readable)
+        else:
+            self._thread = threading.Thread(target=self._read_blocking, name="cubepi-mcp-stderr", daemon=True)
+            self._thread.start()
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self._read_fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            self._take(chunk)
+        else:
+            self._stop_reading()
+
+    def _read_blocking(self) -> None:
+        while chunk := _read(self._read_fd):
+            self._take(chunk)
+        self._stop_reading()
+
+    def _stop_reading(self) -> None:
+        if self._read_fd < 0:
+            return
+        if self._loop is not None:
+            self._loop.remove_reader(self._read_fd)
+        if self._on_line is not None and self._partial:
+            self._emit(bytes(self._partial))
+            self._partial.clear()
+        os.close(self._read_fd)
+        self._read_fd = -1
+        if self._ended is not None:
+            self._ended.set()
+
+    def _take(self, chunk: bytes) -> None:
+        with self._lock:
+            self._buffer += chunk
+            if len(self._buffer) > 2 * self.stderr_limit:
+                del self._buffer[: len(self._buffer) - self.stderr_limit]
+        if self._on_line is not None:
+            self._feed(chunk)
 
     def _feed(self, chunk: bytes) -> None:
         self._partial += chunk
@@ -236,11 +281,20 @@ class StdioProcess:
     async def stderr_tail(self, *, settled: bool = True) -> str:
         """What the server printed last; `settled`: once it is gone (waits briefly for the pipe's end)."""
         if settled:
-            self.close_errlog()
-            if self._thread.is_alive():
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self._thread.join, 0.5)
+            await self.drain(STDERR_SETTLE)
         return self.tail()
+
+    async def drain(self, limit: float) -> None:
+        """Wait (shielded) up to `limit` seconds for the pipe's end (the server, and whatever of its process
+        group held the pipe, is gone), then stop reading it."""
+        self.close_errlog()
+        with anyio.move_on_after(limit, shield=True):
+            if self._ended is not None:
+                await self._ended.wait()
+            elif self._thread is not None and self._thread.is_alive():
+                await anyio.to_thread.run_sync(self._thread.join, limit, abandon_on_cancel=True)
+        if self._loop is not None:
+            self._stop_reading()
 
 
 def _read(fd: int) -> bytes:
@@ -259,15 +313,15 @@ async def open_stdio(params: StdioServerParameters, process: StdioProcess) -> As
     shutdown is done, what is left of the server's process group is ended (shielded)."""
     from mcp.client.stdio import stdio_client
 
-    _install()
+    process.start_reading()
     async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(process.drain, STDERR_SETTLE)
         stack.push_async_callback(_end_group, process)
-        token = _SPAWNING.set(process)
-        try:
-            streams = await stack.enter_async_context(stdio_client(params, errlog=process.errlog))
-        finally:
-            _SPAWNING.reset(token)
-            process.close_errlog()
+        with tracking(process):
+            try:
+                streams = await stack.enter_async_context(stdio_client(params, errlog=process.errlog))
+            finally:
+                process.close_errlog()
         yield streams
 
 

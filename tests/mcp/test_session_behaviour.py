@@ -439,6 +439,7 @@ async def test_a_failing_on_stderr_never_breaks_the_call(caplog: pytest.LogCaptu
 async def test_stderr_capture_is_bounded_and_split_into_lines() -> None:
     lines: list[str] = []
     capture = StdioProcess(on_line=lines.append, stderr_limit=1024)
+    capture.start_reading()
     capture.errlog.write("first\r\nsecond\n" + "x" * 5000 + "\npartial")
     capture.errlog.flush()
     tail = await capture.stderr_tail()
