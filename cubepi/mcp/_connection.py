@@ -21,13 +21,9 @@ connection and tells `on_tools_changed` what changed.
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import itertools
 import logging
-import math
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -36,6 +32,7 @@ import anyio.lowlevel
 from ..errors import MCPError, MCPTimeoutError, UserError
 from . import _errors
 from ._errors import Attempt
+from ._follow import Follower, ToolsChangedCallback
 from ._input import with_defaults
 from ._keeper import Lease
 from ._limits import DEFAULT_TIMEOUT, SAME_AS_TIMEOUT, Timeouts
@@ -43,7 +40,7 @@ from ._protocol import Learned
 from ._sdk import ensure_sdk
 from ._session import Opening, Session
 from ._tool import Runner
-from ._toollist import MCPToolList, ToolChanges, merge_changes
+from ._toollist import MCPToolList
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -58,11 +55,6 @@ if TYPE_CHECKING:
 __all__ = ["DetachedConnection", "MCPConnection", "ToolsChangedCallback"]
 
 logger = logging.getLogger("cubepi.mcp")
-
-# Told what changed in the lists loaded from a connection when the server's tool list changed (sync or async).
-ToolsChangedCallback: TypeAlias = Callable[[ToolChanges], "Awaitable[None] | None"]
-# How many times in a row a ``subscriptions/listen`` stream that dropped is opened again.
-LISTEN_RETRIES = 3
 
 
 class MCPConnection:
@@ -109,7 +101,7 @@ class MCPConnection:
         }
         self._kwargs = {key: value for key, value in callbacks.items() if value is not None}
         self._message_handler = message_handler
-        self._on_tools_changed = on_tools_changed
+        self._follower = Follower(server.describe(), on_tools_changed)
         self._learned = Learned()
         self._state = "new"  # -> "open" -> "closed"
         self._lease: Lease | None = None
@@ -120,15 +112,6 @@ class MCPConnection:
         self._group: anyio.abc.TaskGroup | None = None
         self._loop: object = None
         self.reconnects = 0  # how many times the session was reopened
-        # Following the tool list: the lists loaded from this connection (weakly held), whether anyone
-        # follows, the current session's listen stream being ready, a change the follower has yet to handle.
-        self._lists: weakref.WeakValueDictionary[int, MCPToolList] = weakref.WeakValueDictionary()
-        self._list_ids = itertools.count()
-        self._followed = anyio.Event()
-        if on_tools_changed is not None:
-            self._followed.set()
-        self._listening = anyio.Event()
-        self._changed = anyio.Event()
 
     def describe(self) -> str:
         return self.server.describe()
@@ -155,14 +138,14 @@ class MCPConnection:
         group = anyio.create_task_group()
         await group.__aenter__()
         self._group = group
-        group.start_soon(self._follow_changes, name=f"cubepi-mcp-follower {self.describe()}")
+        group.start_soon(self._follower.run, name=f"cubepi-mcp-follower {self.describe()}")
         try:
             with anyio.CancelScope(shield=True):
                 await self._open()
             if self._failure is not None:
                 _errors.reraise(self._failure)
-            if self._followed.is_set():
-                await self._until_listening()
+            if self._follower.followed.is_set():
+                await self._follower.until_listening(self.timeouts.list)
         except BaseException:
             await self._close()  # the task group's exit waits for its children: the owner closes shielded
             raise
@@ -199,19 +182,20 @@ class MCPConnection:
         lease = Opening(
             self.server, self.timeouts, self._learned, self._kwargs, launch, learn=self._learn
         ).leased()
-        self._listening = anyio.Event()
+        self._follower.listening = anyio.Event()
         self._group.start_soon(lease.own, name=f"cubepi-mcp-connection {self.describe()}")
         await lease.ready.wait()
         if lease.session is None:
             assert lease.failure is not None
             settled = await lease.settle()
             self._failure = await lease.attempt.error(lease.failure, self.describe(), settled=settled)
-            self._listening.set()
+            self._follower.listening.set()
             return
         self._lease, self._failure = lease, None
         self._generation += 1
         self._watching = anyio.CancelScope()
-        self._group.start_soon(self._listen, lease.session, self._listening, self._watching)
+        reopened = self._generation > 1
+        self._group.start_soon(self._follower.listen, lease.session, reopened, self._watching)
 
     def _learn(self, session: Session) -> None:
         self._learned = dataclasses.replace(
@@ -324,116 +308,17 @@ class MCPConnection:
     async def load(self, lister: Lister) -> MCPToolList:
         """The list `lister` lists over this connection; it follows the server's tool list."""
         tools = MCPToolList.from_listing(await lister.list(strict=True), lister.relist)
-        await self.follow(tools)
+        await self._follower.follow(tools, self.timeouts.list)
         return tools
 
-    # -- following the server's tool list ------------------------------------------------------------------
-
-    async def follow(self, tools: MCPToolList) -> None:
-        """Refresh `tools` (loaded from this connection) whenever the server says its tools changed.
-
-        Returns once the connection listens for changes (on a 2026-07-28 server: its ``subscriptions/
-        listen`` stream is acknowledged), so that no change made after this returns goes unnoticed.
-        """
-        self._lists[next(self._list_ids)] = tools
-        self._followed.set()
-        await self._until_listening()
-
-    async def _until_listening(self) -> None:
-        limit = self.timeouts.list
-        with anyio.move_on_after(math.inf if limit is None else limit) as scope:
-            await self._listening.wait()
-        if scope.cancelled_caught:
-            logger.warning(
-                "%s did not acknowledge subscriptions/listen within %g s; tool-list changes may be missed "
-                "until it does",
-                self.describe(),
-                limit,
-            )
-
-    def _signal(self) -> None:
-        """The server's tools changed: wake the follower (changes arriving meanwhile make one more pass)."""
-        if self._followed.is_set():
-            self._changed.set()
-
     async def _on_message(self, message: Any) -> None:
-        """The session's `message_handler`: handshake-era ``notifications/tools/list_changed`` wakes the
-        follower (on 2026-07-28 the listen stream does); then the caller's `message_handler`, if any."""
+        """The session's `message_handler`: the follower's, then the caller's, if any."""
         protocol = self._learned.protocol
-        changed = getattr(message, "method", None) == "notifications/tools/list_changed"
-        if changed and not (protocol is not None and protocol.stateless):
-            self._signal()
+        self._follower.on_message(message, protocol is not None and protocol.stateless)
         if self._message_handler is not None:
             await self._message_handler(message)
         else:
             await anyio.lowlevel.checkpoint()
-
-    async def _listen(self, session: Session, listening: anyio.Event, scope: anyio.CancelScope) -> None:
-        """Watch the tool list of `session` (cancelled with it). On a 2026-07-28 server that offers
-        ``tools.listChanged``, hold a ``subscriptions/listen`` stream once someone follows; a handshake-era
-        server sends its notifications unasked (`_on_message`). After a reconnect the lists refresh:
-        changes made while the connection was down were missed."""
-        reopened = self._generation > 1
-        discover = session.protocol.discover
-        with scope:
-            try:
-                if discover is None:
-                    listening.set()
-                    if reopened:
-                        self._signal()
-                    return
-                capability = discover.capabilities.tools
-                if capability is None or not capability.list_changed:
-                    return
-                await self._followed.wait()
-                await self._hold_listen(session, listening, reopened)
-            except Exception as exc:
-                logger.warning("stopped following the tool list of %s: %s", self.describe(), exc)
-            finally:
-                listening.set()
-
-    async def _hold_listen(self, session: Session, listening: anyio.Event, reopened: bool) -> None:
-        from mcp.client.subscriptions import SubscriptionLost, listen
-
-        losses = 0
-        while True:
-            try:
-                async with listen(session.client, tools_list_changed=True) as subscription:
-                    listening.set()
-                    if reopened or losses:
-                        self._signal()  # changes made before this stream was acknowledged were missed
-                    async for _event in subscription:
-                        losses = 0
-                        self._signal()
-                return  # the server ended the stream
-            except SubscriptionLost:
-                losses += 1
-                if losses > LISTEN_RETRIES:
-                    raise
-                logger.debug("the listen stream of %s dropped; listening again", self.describe())
-
-    async def _follow_changes(self) -> None:
-        """The follower: after each change the server announced, refresh the lists, tell the caller."""
-        while True:
-            await self._changed.wait()
-            self._changed = anyio.Event()
-            found: list[ToolChanges] = []
-            for tools in list(self._lists.values()):
-                try:
-                    found.append(await tools.refresh(force=True))
-                except Exception as exc:
-                    logger.warning(
-                        "refreshing the tools of %s after a change failed: %s", self.describe(), exc
-                    )
-            callback = self._on_tools_changed
-            if callback is None:
-                continue
-            try:
-                outcome = callback(merge_changes(found))
-                if inspect.isawaitable(outcome):
-                    await outcome
-            except Exception:
-                logger.exception("on_tools_changed raised (ignored; the connection goes on)")
 
 
 class ConnectionRunner(Runner):

@@ -242,6 +242,7 @@ async def test_private_create_platform_compatible_process_wrapper_sees_the_sdk_s
     """cubepi's wrapper (`tracking` installs it) is reached by the SDK's own `stdio_client`, as
     `_stdio.open_stdio` opens it."""
     info = StdioProcess()
+    info.start_reading()
     says_bye = StdioServerParameters(
         command=sys.executable, args=["-c", "import sys; sys.stderr.write('bye')"]
     )
@@ -250,7 +251,7 @@ async def test_private_create_platform_compatible_process_wrapper_sees_the_sdk_s
             async with stdio_client(says_bye, errlog=info.errlog):
                 pass
     finally:
-        tail = await info.stderr_tail()  # ends the stderr pipe and its thread
+        tail = await info.stderr_tail()  # waits for the end of the stderr pipe
     assert info.process is not None
     assert info.returncode == 0
     assert tail == "bye"
