@@ -40,7 +40,13 @@ SDK_WORDING = {
     "not_found": (-32601, "Not Found"),  # an HTTP 404 before a session exists
     "accepted": (-32600, "server answered a request with 202 Accepted"),
 }
-SDK_PREFIXES = {"redirect": (-32600, "Redirect to "), "sse": (CONNECTION_CLOSED, "SSE stream ")}
+SDK_PREFIXES = {
+    "redirect": (-32600, "Redirect to "),
+    "sse": (CONNECTION_CLOSED, "SSE stream "),
+    "content_type": (-32600, "Unexpected content type: "),  # an answer neither JSON nor an event stream
+    "json": (-32700, "Failed to parse JSON response: "),
+    "sse_message": (-32700, "Failed to parse SSE message: "),
+}
 _EXACT = frozenset(SDK_WORDING.values())
 
 
@@ -177,6 +183,10 @@ def describe_failure(exc: BaseException, http_status: tuple[int, str] | None = N
             return "the server closed the connection"
         if code == CONNECTION_CLOSED:
             return f"the server's response broke off: {exc}"
+        if code == -32700 or str(exc).startswith(SDK_PREFIXES["content_type"][1]):
+            return f"the server sent a malformed answer: {exc}"
+        if (code, str(exc)) == SDK_WORDING["accepted"]:
+            return "the server answered a request with 202 Accepted: no answer follows"
         return f"the server answered with an HTTP error ({exc})"
     if code is not None:
         return f"the server returned JSON-RPC error {code}: {exc}"

@@ -109,11 +109,6 @@ class Timeouts:
             startup, keyword = _seconds("startup_timeout", startup_timeout), "startup_timeout"
         return cls(startup, value, value, _seconds("max_duration", max_duration), keyword)
 
-    def of(self, phase: Phase) -> float | None:
-        if phase in ("startup", "initialize"):
-            return self.startup
-        return self.list if phase == "list" else self.call if phase == "call" else None
-
 
 def timeout_error(
     timeouts: Timeouts,

@@ -27,7 +27,7 @@ from ._http import HTTP_CLOSE_GRACE, HttpKind, open_http, recording, resolve_hea
 from ._input import missing_input_hint
 from ._keeper import Lease
 from ._limits import Deadline, Timeouts, progress_relay, timeout_error
-from ._protocol import Learned, Protocol, Transport, adopts, start
+from ._protocol import Learned, Protocol, Transport, start
 from ._stdio import StdioProcess, open_stdio
 
 if TYPE_CHECKING:
@@ -117,6 +117,8 @@ class Opening:
 
         server, keeper, learned = self.server, self.keeper, self.learned
         assert server.kind == "http" and learned.protocol is not None
+        if server.protocol != "auto":
+            attempt.forced_revision = server.protocol
         lent = await keeper.lend_client(self._client) if keeper is not None else None
         headers = await resolve_headers(server) if callable(server.headers) else None
         try:
@@ -191,21 +193,11 @@ class Opening:
     ) -> AsyncIterator[Session]:
         """Streamable HTTP or SSE; an ``"auto"`` server not known yet is tried over Streamable HTTP first,
         and a 4xx (not 401 / 403) to it means an SSE-only server."""
-        from mcp import ClientSession
 
         learned = self.learned
         kind: HttpKind = "streamable-http" if server.transport == "auto" else server.transport
         if learned.transport == "sse" or learned.transport == "streamable-http":
             kind = learned.transport
-        if kind == "streamable-http" and adopts(server.protocol, learned.protocol):
-            # Opening sends nothing and waits for nothing: no start-up limit to keep.
-            async with (
-                open_http(server, kind, client) as streams,
-                ClientSession(*streams, **self.kwargs) as sdk,
-            ):
-                protocol = await start(sdk, server.protocol, learned.protocol, attempt)
-                yield self._ready(Session(sdk, protocol, kind, attempt, self.timeouts, server.describe()))
-            return
         async with contextlib.AsyncExitStack() as stack:
             try:
                 session = await stack.enter_async_context(

@@ -33,11 +33,11 @@ import signal
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import anyio
 import anyio.to_thread
-from anyio.abc import ByteReceiveStream, ByteSendStream, Process
+from anyio.abc import ByteReceiveStream, Process
 
 from ..errors import MCPError
 from ._limits import ResponseTooLarge
@@ -415,54 +415,21 @@ class _LineAligned(ByteReceiveStream):
         await self._inner.aclose()
 
 
-class _TrackedProcess(Process):
-    """The SDK's process with cubepi's stdout; everything else is the process itself."""
+class _TrackedProcess:
+    """The SDK's process with cubepi's stdout; everything else is the process itself (registered as an
+    anyio `Process`, which the SDK's tree kill checks for)."""
 
     def __init__(self, inner: Process, info: StdioProcess) -> None:
         self._inner = inner
         stdout = inner.stdout
         ends = _EndsWithServer(stdout, inner) if stdout is not None else None
-        self._stdout = _LineAligned(ends, info.max_line, info.output_seen) if ends is not None else None
+        self.stdout = _LineAligned(ends, info.max_line, info.output_seen) if ends is not None else None
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
-    async def wait(self) -> int:
-        return await self._inner.wait()
 
-    def terminate(self) -> None:
-        self._inner.terminate()
-
-    def kill(self) -> None:
-        self._inner.kill()
-
-    def send_signal(self, signal: Any) -> None:
-        self._inner.send_signal(signal)
-
-    @property
-    def pid(self) -> int:
-        return self._inner.pid
-
-    @property
-    def _process(self) -> Any:
-        """The asyncio process under anyio's, which the SDK's shutdown closes the transport of."""
-        return getattr(self._inner, "_process", None)
-
-    @property
-    def returncode(self) -> int | None:
-        return self._inner.returncode
-
-    @property
-    def stdin(self) -> ByteSendStream | None:
-        return self._inner.stdin
-
-    @property
-    def stdout(self) -> ByteReceiveStream | None:
-        return self._stdout
-
-    @property
-    def stderr(self) -> ByteReceiveStream | None:
-        return self._inner.stderr
+Process.register(_TrackedProcess)
 
 
 _installed = False
@@ -486,7 +453,7 @@ def _install() -> None:
         info = _SPAWNING.get()
         if info is None or not isinstance(process, Process):
             return process
-        info.process = tracked = _TrackedProcess(process, info)
+        info.process = tracked = cast(Process, _TrackedProcess(process, info))
         return tracked
 
     sdk_stdio._create_platform_compatible_process = create

@@ -127,7 +127,7 @@ def wording(exc: SdkError) -> tuple[int, str]:
 def test_every_wording_cubepi_keeps_has_a_test_here() -> None:
     """A wording added to `_errors` needs its test below (named ``test_<key>_wording`` / ``_prefix``)."""
     assert set(SDK_WORDING) == {"closed", "terminated", "http_error", "not_found", "accepted"}
-    assert set(SDK_PREFIXES) == {"redirect", "sse"}
+    assert set(SDK_PREFIXES) == {"redirect", "sse", "content_type", "json", "sse_message"}
 
 
 async def test_closed_wording_a_server_that_exits_gives_connection_closed() -> None:
@@ -341,3 +341,27 @@ async def test_private_run_input_required_driver_dispatches_then_retries() -> No
         result = await run_input_required_driver(first, dispatch=dispatch, retry=retry, max_rounds=3)
     assert isinstance(result, types.CallToolResult)
     assert retried == [({"city": answer}, "state-1")]
+
+
+async def test_content_type_prefix_an_answer_neither_json_nor_an_event_stream() -> None:
+    exc = await ping_error(lambda handler, message: handler.answer(200, b"<html></html>", "text/html"))
+    code, prefix = SDK_PREFIXES["content_type"]
+    assert exc.code == code and exc.message.startswith(prefix)
+    assert is_transport_error(exc)
+
+
+async def test_json_prefix_a_json_answer_that_does_not_parse() -> None:
+    exc = await ping_error(lambda handler, message: handler.answer(200, b"{not json", "application/json"))
+    code, prefix = SDK_PREFIXES["json"]
+    assert exc.code == code and exc.message.startswith(prefix)
+    assert is_transport_error(exc)
+
+
+async def test_sse_message_prefix_an_event_that_does_not_parse() -> None:
+    def reply(handler: Endpoint, message: dict[str, Any]) -> None:
+        handler.answer(200, b"event: message\ndata: {not json\n\n", "text/event-stream")
+
+    exc = await ping_error(reply)
+    code, prefix = SDK_PREFIXES["sse_message"]
+    assert exc.code == code and exc.message.startswith(prefix)
+    assert is_transport_error(exc)
