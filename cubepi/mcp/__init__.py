@@ -9,6 +9,13 @@ tools = await load_mcp_tools_from_config("mcp.json")   # every server of an `mcp
 changes = await tools.refresh()                         # list again (honours the server's cache hints)
 ```
 
+The map (docs/architecture.md has it in full): `_loader` lists a server once and builds `AgentTool`s
+whose `run` is `_tool.MCPRun` (the list's policies, applied in one place) over one runner per list
+(`_tool.Stateless`, or a connection's). A call opens a session (`_session.Opening`: the transport of
+`_stdio` or `_http`, the era of `_protocol`) and sends its request (`_session.call_tool`, bounded by
+`_limits.Deadline`). Sessions whose end matters are leased (`_keeper.Lease`), owned by the list's keeper
+in each event loop (`_keeper.Keeper`); `_toollist.Shared` is what the calls of one list share.
+
 Importing this package does not import the `mcp` SDK; the first connection does, and a missing extra
 raises `UserError` naming ``pip install "cubepi[mcp]"``.
 """
