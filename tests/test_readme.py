@@ -1,18 +1,20 @@
 """The Python blocks of README.md, run as printed, the way a reader on a fresh machine would run them.
 
-Only what such a reader would have differently is replaced: `npx -y @modelcontextprotocol/server-filesystem`
-by the server pinned in tests/package.json, and `/tmp/sandbox` by a temporary directory.
+Only `/tmp/sandbox` is replaced, by a temporary directory. `npx -y @modelcontextprotocol/server-filesystem`
+runs as printed: the working directory has a node_modules holding the servers pinned in tests/package.json,
+and npm is told to stay offline, so npx finds the pinned server there and never downloads one.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import FILESYSTEM
+from conftest import FILESYSTEM, NODE_BIN
 
 README = Path(__file__).parents[1] / "README.md"
 BLOCKS = re.findall(r"^```python\n(.*?)^```", README.read_text(encoding="utf-8"), re.DOTALL | re.MULTILINE)
@@ -22,17 +24,8 @@ NEEDS_NETWORK: dict[str, str] = {}
 
 
 def _as_here(block: str, sandbox: Path) -> str:
-    """`block` with the published server and the sandbox replaced by their local stand-ins."""
-    replacements = {
-        'command="npx", args=["-y", "@modelcontextprotocol/server-filesystem", ': (
-            f"command={str(FILESYSTEM)!r}, args=["
-        ),
-        '"/tmp/sandbox"': repr(str(sandbox)),
-    }
-    for old, new in replacements.items():
-        if old in block:
-            block = block.replace(old, new)
-    return block
+    """`block` with /tmp/sandbox replaced by `sandbox`."""
+    return block.replace('"/tmp/sandbox"', repr(str(sandbox)))
 
 
 def test_the_readme_has_a_quickstart() -> None:
@@ -41,11 +34,17 @@ def test_the_readme_has_a_quickstart() -> None:
 
 def _run(block: str, tmp_path: Path, sandbox: Path) -> subprocess.CompletedProcess[str]:
     code = _as_here(block, sandbox)
-    assert "npx" not in code and "/tmp/sandbox" not in code, "a block names npx or /tmp/sandbox another way"
+    assert "/tmp/sandbox" not in code, "a block names /tmp/sandbox another way"
     script = tmp_path / "example.py"
     script.write_text(code, encoding="utf-8")
+    (tmp_path / "node_modules").symlink_to(NODE_BIN.parent, target_is_directory=True)
     done = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env={**os.environ, "npm_config_offline": "true"},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     return done
