@@ -65,7 +65,7 @@ The arguments are a JSON object or key=value pairs:
   cubepi call read_multiple_files paths:='["a.txt"]' -- npx -y @modelcontextprotocol/server-filesystem .
 
 key=value: the value stays text when the parameter takes text (name=007 stays "007"), else it is read as
-JSON (a=1 gives the number 1; flag=true, ids=[1,2]). key:=JSON passes JSON as is (a list, an object, a
+JSON (a=1 gives the number 1; flag=true, 'ids=[1,2]'). key:=JSON passes JSON as is (a list, an object, a
 number, true, false, null). Only the parameters given are sent: the server applies its own defaults.
 """
 

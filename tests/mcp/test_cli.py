@@ -95,6 +95,10 @@ def test_key_value_pairs_over_stdio(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["call", "get-sum", "a=1", "b=2", "--", str(EVERYTHING)]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "The sum of 1 and 2 is 3."
 
+    # A JSON object may still be followed by the command without --, as before.
+    assert main(["call", "get-sum", '{"a": 1, "b": 2}', str(EVERYTHING)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "The sum of 1 and 2 is 3."
+
     assert main(["call", "get-tiny-image", "--", str(EVERYTHING)]) == 0
     assert "[image: image/png" in capsys.readouterr().out
 
