@@ -4,6 +4,7 @@
 cubepi tools -- npx -y @modelcontextprotocol/server-filesystem ./sandbox
 cubepi tools --url https://host/mcp --header "Authorization: Bearer $TOKEN"
 cubepi call read_text_file '{"path": "box/a.txt"}' -- npx -y @modelcontextprotocol/server-filesystem box
+cubepi call get-sum a=1 b=2 -- npx -y @modelcontextprotocol/server-everything
 cubepi tools --config mcp.json
 cubepi call --config mcp.json files__read_text_file '{"path": "box/a.txt"}'
 cubepi demo
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import shlex
 import sys
 import types
 import typing
@@ -21,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 import anyio
+import pydantic
 
 from .errors import CubepiError, SchemaError, UserError
 from .mcp import HttpServer, MCPToolList, StdioServer, load_mcp_tools, load_mcp_tools_from_config
@@ -32,11 +36,11 @@ __all__ = ["main", "signature"]
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 the tool reported an error, 2 failure)."""
     parser = _parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    if args.action is None:
-        parser.print_help()
-        return 2
     try:
+        args = _parse(parser, list(sys.argv[1:] if argv is None else argv))
+        if args.action is None:
+            parser.print_help()
+            return 2
         return int(anyio.run(_ACTIONS[args.action], args))
     except (CubepiError, ValueError) as exc:
         print(f"cubepi: error: {exc}", file=sys.stderr)
@@ -48,21 +52,71 @@ def main(argv: Sequence[str] | None = None) -> int:
 # -- arguments ------------------------------------------------------------------------------------------
 
 
+_CALL_USAGE = "cubepi call [options] TOOL [ARGUMENTS ...] [-- COMMAND [ARGS ...]]"
+
+_CALL_EPILOG = """\
+The arguments are a JSON object or key=value pairs:
+
+  cubepi call get-sum '{"a": 1, "b": 2}' -- npx -y @modelcontextprotocol/server-everything
+  cubepi call get-sum a=1 b=2 -- npx -y @modelcontextprotocol/server-everything
+  cubepi call get-sum 'a=1 b=2' --url http://127.0.0.1:3001/mcp
+  cubepi call echo message='hello world' --url http://127.0.0.1:3001/mcp
+  cubepi call get-annotated-message messageType=error includeImage:=true --url http://127.0.0.1:3001/mcp
+  cubepi call read_multiple_files paths:='["a.txt"]' -- npx -y @modelcontextprotocol/server-filesystem .
+
+key=value: the value stays text when the parameter takes text (name=007 stays "007"), else it is read as
+JSON (a=1 gives the number 1; flag=true, 'ids=[1,2]'). key:=JSON passes JSON as is (a list, an object, a
+number, true, false, null). Only the parameters given are sent: the server applies its own defaults.
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cubepi", description="The tools of any MCP server as typed tools.")
     sub = parser.add_subparsers(dest="action", metavar="{tools,call,demo}")
 
     tools = sub.add_parser("tools", help="list a server's tools with their typed signatures")
     _server_arguments(tools)
+    tools.add_argument("command", nargs="*", help="after --: the stdio server's command and arguments")
 
-    call = sub.add_parser("call", help="call one tool with JSON arguments")
-    call.add_argument("tool", help="the tool's name, as `cubepi tools` shows it")
-    call.add_argument("arguments", nargs="?", default="{}", help="the arguments as a JSON object")
+    call = sub.add_parser(
+        "call",
+        help="call one tool with key=value or JSON arguments",
+        usage=_CALL_USAGE,
+        epilog=_CALL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    call.add_argument("tool", metavar="TOOL", help="the tool's name, as `cubepi tools` shows it")
+    call.add_argument(
+        "arguments", metavar="ARGUMENTS", nargs="*", help="key=value pairs, or one JSON object (see below)"
+    )
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")
     _server_arguments(call)
 
     sub.add_parser("demo", help="start the bundled example server, show its tools and call one (offline)")
     return parser
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """The parsed command line: what follows the first ``--`` is the server's command, untouched, and the
+    arguments of `call` may stand before, between or after its options."""
+    head, tail = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
+    args, extra = parser.parse_known_args(head)
+    if args.action == "call" and not any(item.startswith("-") for item in extra):
+        args.arguments = [*args.arguments, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if tail and args.action not in ("tools", "call"):
+        parser.error(f"{args.action or 'cubepi'} takes no server command")
+    if args.action == "call":
+        args.command = []
+        if args.arguments and _is_json(args.arguments[0]):
+            # One JSON object; anything after it, before any --, is the server's command, as it always was.
+            args.arguments, args.command = args.arguments[:1], args.arguments[1:]
+            if args.command and _ITEM.fullmatch(args.command[0]):
+                raise UserError("give the arguments as one JSON object or as key=value pairs, not both")
+    if args.action in ("tools", "call"):
+        args.command = [*args.command, *tail]
+    return args
 
 
 def _server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,13 +135,10 @@ def _server_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--cwd", help="working directory of a stdio server")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per phase (default 30)")
-    parser.add_argument("command", nargs="*", help="after --: the stdio server's command and arguments")
 
 
 def _server(args: argparse.Namespace) -> StdioServer | HttpServer:
-    command = [part for part in args.command]
-    if command and command[0] == "--":
-        command = command[1:]
+    command = list(args.command)
     if args.url and command:
         raise UserError("give either --url URL or -- COMMAND ARGS..., not both")
     if args.url:
@@ -127,7 +178,7 @@ async def _load(args: argparse.Namespace) -> tuple[MCPToolList, str]:
             ("--header", args.header),
             ("--env", args.env),
             ("--cwd", args.cwd),
-            ("a command", [part for part in args.command if part != "--"]),
+            ("a command", args.command),
         ]
         if value
     ]
@@ -146,18 +197,30 @@ async def _tools(args: argparse.Namespace) -> int:
 
 
 async def _call(args: argparse.Namespace) -> int:
-    try:
-        arguments = json.loads(args.arguments)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"the arguments must be a JSON object: {exc}") from exc
-    if not isinstance(arguments, dict):
-        raise UserError('the arguments must be a JSON object, like \'{"path": "."}\'')
+    given: list[str] = args.arguments
+    json_form = bool(given) and _is_json(given[0])
+    if json_form:
+        try:
+            arguments = json.loads(given[0])
+        except json.JSONDecodeError as exc:
+            raise UserError(f"the arguments must be a JSON object: {exc}") from exc
+        if not isinstance(arguments, dict):
+            raise UserError('the arguments must be a JSON object, like \'{"path": "."}\', or key=value pairs')
+    else:
+        for item in given:
+            if not _ITEM.fullmatch(item):
+                raise UserError(
+                    f"{item!r} is not key=value, key:=JSON or a JSON object; "
+                    "a stdio server's command goes after --"
+                )
     tools, origin = await _load(args)
     async with tools:
         chosen = next((item for item in tools if item.name == args.tool), None)
         if chosen is None:
             names = ", ".join(sorted(item.name for item in tools))
             raise UserError(f"{origin} has no tool {args.tool!r}; it has: {names}")
+        if not json_form:
+            arguments = _keyword_arguments(chosen, given)
         result = await chosen.execute(arguments, on_update=_show_update)
     if args.json:
         print(json.dumps(_result_json(result), indent=2, ensure_ascii=False))
@@ -199,6 +262,91 @@ def _show_update(update: ToolUpdate) -> None:
         text = update.message or ""
     if text:
         print(f"... {text}", file=sys.stderr, flush=True)
+
+
+# -- key=value arguments --------------------------------------------------------------------------------
+
+# key=value or key:=JSON (as HTTPie writes them); the key is everything before the first "=".
+_ITEM = re.compile(r"(?P<key>[^=]+?)(?P<raw>:?)=(?P<value>.*)", re.DOTALL)
+
+
+def _is_json(argument: str) -> bool:
+    """Whether an argument is the JSON form (an object, or a mistaken array), not key=value pairs."""
+    return argument.lstrip().startswith(("{", "["))
+
+
+def _keyword_arguments(tool: AgentTool, items: Sequence[str]) -> dict[str, Any]:
+    """The arguments that ``key=value`` and ``key:=JSON`` items give `tool`, keyed by wire name.
+
+    A ``key=value`` stays the text typed when the tool's model takes that text for the parameter (a
+    string stays a string, ``007`` included). Otherwise it is read as JSON (``1`` for a number, ``true``,
+    ``[1, 2]``) when the model takes that reading, or when the parameter takes no text at all (so the
+    refusal describes the value meant); else it stays text for the model to refuse. Only the keys given
+    are in the result, so nothing the user did not type reaches the server. One item holding several
+    pairs of known keys (``'a=1 b=2'``) is split shell-style. Raises `UserError` for an unknown or
+    repeated key, or a ``key:=`` value that is not JSON.
+    """
+    properties = tool.parameters.model_json_schema().get("properties")
+    names = list(properties) if isinstance(properties, dict) else []
+    arguments: dict[str, Any] = {}
+    texts: dict[str, str] = {}
+    for item in _split_items(items, set(names)):
+        match = _ITEM.fullmatch(item)
+        if match is None:
+            raise UserError(f"{item!r} is not key=value or key:=JSON")
+        key, raw, value = match["key"], match["raw"], match["value"]
+        if key not in names:
+            known = f"its parameters are: {', '.join(names)}" if names else "it takes no parameters"
+            raise UserError(f"{tool.name} has no parameter {key!r}; {known}")
+        if key in arguments:
+            raise UserError(f"{key!r} is given twice; give each parameter once")
+        if raw:
+            try:
+                arguments[key] = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"{key}:= takes JSON, and {value!r} is not: {exc}") from exc
+        else:
+            arguments[key] = texts[key] = value
+    for key, text in texts.items():
+        faults = _faults(tool, arguments, key)
+        if not faults:
+            continue
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(parsed, str):
+            continue
+        if all(fault.endswith("_type") for fault in faults) or not _faults(
+            tool, {**arguments, key: parsed}, key
+        ):
+            arguments[key] = parsed
+    return arguments
+
+
+def _split_items(items: Sequence[str], names: set[str]) -> list[str]:
+    """`items`, an item that holds several pairs of known keys (``'a=1 b=2'``) split shell-style."""
+    out: list[str] = []
+    for item in items:
+        try:
+            parts = shlex.split(item) if any(char.isspace() for char in item) else [item]
+        except ValueError:
+            parts = [item]
+        matches = [_ITEM.fullmatch(part) for part in parts]
+        if len(parts) > 1 and all(match is not None and match["key"] in names for match in matches):
+            out.extend(parts)
+        else:
+            out.append(item)
+    return out
+
+
+def _faults(tool: AgentTool, arguments: dict[str, Any], key: str) -> list[str]:
+    """The kinds of fault the tool's model finds with `key` in `arguments` (those of other keys aside)."""
+    try:
+        tool.validate(arguments)
+    except pydantic.ValidationError as exc:
+        return [error["type"] for error in exc.errors() if error["loc"][:1] == (key,)]
+    return []
 
 
 # -- printing -------------------------------------------------------------------------------------------
