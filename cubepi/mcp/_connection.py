@@ -253,7 +253,7 @@ class MCPConnection:
         self,
         work: Callable[..., Awaitable[Any]],
         *args: Any,
-        view: Callable[[Session], Session],
+        view: Callable[[Session, Attempt], Session],
         tool_name: str | None,
     ) -> Any:
         """`await work(session, *args)` on a `view` of the live session; one readable error.
@@ -285,12 +285,11 @@ class MCPConnection:
         tool_name: str | None,
     ) -> Any:
         session = lease.session
-        process = lease.attempt.process
-        attempt = Attempt(tool_name=tool_name, process=process, secrets=lease.attempt.secrets)
+        attempt = Attempt(tool_name, "call", process=lease.attempt.process, secrets=lease.attempt.secrets)
         try:
             if session is None:
                 raise MCPError(f"the connection to {self.describe()} was lost", server=self.describe())
-            return await work(view(dataclasses.replace(session, attempt=attempt)), *args)
+            return await work(view(session, attempt), *args)
         except Exception as exc:
             lost = _errors.is_lost(_errors.root_cause(exc))
             hint = "the connection was lost" if lost else None
@@ -298,7 +297,6 @@ class MCPConnection:
                 advice = "connect(auto_reconnect=True) reopens a dead connection"
                 hint = f"{hint}; {advice}" if hint else advice
             attempt.note = hint
-            attempt.phase = "call" if attempt.phase == "startup" else attempt.phase
             _errors.reraise(await attempt.error(exc, self.describe()))
 
     def runner(self, timeouts: Timeouts, max_concurrency: int | None) -> ConnectionRunner:
@@ -349,18 +347,23 @@ class ConnectionRunner(Runner):
     ) -> Any:
         return await self.connection.run(work, *args, view=self._view, tool_name=tool_name)
 
-    def _view(self, session: Session) -> Session:
-        """The connection's session with this list's timeouts and definitions (and no task consent)."""
+    def _view(self, session: Session, attempt: Attempt) -> Session:
+        """The connection's session for one request: its own `attempt`, this list's timeouts and
+        definitions (and no task consent)."""
         process = session.attempt.process
-        starting = session.starting if process is not None and not process.heard else None
-        return dataclasses.replace(
-            session,
-            timeouts=self.timeouts,
-            definitions=self.definitions,
-            tasks=None,
-            sibling=None,
-            starting=starting,
+        view = Session(
+            session.client,
+            session.protocol,
+            session.transport,
+            attempt,
+            self.timeouts,
+            session.server,
+            self.definitions,
+            headers=session.headers,
         )
+        if process is not None and not process.heard:
+            view.starting = session.starting
+        return view
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_limiter": None}
