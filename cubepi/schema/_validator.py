@@ -42,6 +42,7 @@ _LINEAR = jsonschema_rs.RegexOptions()
 _DATA = frozenset({"enum", "const", "default", "examples"})
 _COMPILE_ERRORS = (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError, RecursionError)
 _MAX_REPAIRS = 32
+_SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
 _ROOT_URI = "urn:cubepi:schema"
 
 
@@ -154,7 +155,10 @@ def _bound_patterns(node: Any, depth: int = 0) -> Any:
 
 def _repaired(schema: Any, retrieve: Callable[[str], Any]) -> Any:
     """Compile `schema`, leaving out each keyword the validator refuses (a bounded number of times)."""
-    candidate = _bound_patterns(copy.deepcopy(schema))
+    try:
+        candidate = _bound_patterns(copy.deepcopy(schema))
+    except RecursionError:
+        return None
     for _ in range(_MAX_REPAIRS):
         try:
             return _compile(candidate, retrieve, bounded=True)
@@ -188,7 +192,10 @@ def _drop(schema: Any, path: list[Any]) -> bool:
             owner.pop("unevaluatedProperties", None)
         return True
     if isinstance(node, list) and isinstance(last, int) and last < len(node):
-        node[last] = True
+        if len(path) > 1 and path[-2] in _SCHEMA_LISTS:
+            node[last] = True
+        else:
+            del node[last]
         return True
     return False
 
@@ -199,7 +206,9 @@ def _drop_dangling(node: Any, root: Any, depth: int) -> bool:
         return False
     if isinstance(node, dict):
         ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/") and resolve_ref(ref, root) is None:
+        if isinstance(ref, str) and (
+            (ref.startswith("#/") and resolve_ref(ref, root) is None) or _remote_pointer(ref)
+        ):
             del node["$ref"]
             dropped = True
         for key, value in node.items():
@@ -209,6 +218,11 @@ def _drop_dangling(node: Any, root: Any, depth: int) -> bool:
         for value in node:
             dropped = _drop_dangling(value, root, depth + 1) or dropped
     return dropped
+
+
+def _remote_pointer(ref: str) -> bool:
+    """A reference to a place inside a document that is never fetched (it resolves to nothing)."""
+    return not ref.startswith("#") and "#/" in ref
 
 
 def describe(error: Any) -> str:
@@ -392,12 +406,15 @@ def _absolute(node: Any) -> Any:
 @functools.lru_cache(maxsize=1024)
 def _pattern(pattern: str) -> Any:
     try:
-        return _compile({"pattern": pattern}, lambda _uri: {})
+        return _compile({"pattern": pattern}, lambda _uri: {}, bounded=True)
     except _COMPILE_ERRORS:
         return None
 
 
 def pattern_search(pattern: str, text: str) -> bool | None:
-    """Whether the ECMA-262 `pattern` matches somewhere in `text`; None when it cannot be compiled."""
+    """Whether the ECMA-262 `pattern` matches somewhere in `text`; None when it cannot be compiled, or when
+    it needs backtracking and `text` is longer than such patterns are judged on."""
     compiled = _pattern(pattern)
-    return None if compiled is None else bool(compiled.is_valid(text))
+    if compiled is None or (len(text) > _FANCY_LENGTH and _backtracks(pattern)):
+        return None
+    return bool(compiled.is_valid(text))

@@ -632,3 +632,41 @@ def test_resolve_ref(ref: object, expected: object) -> None:
 def test_resolve_ref_of_the_whole_document() -> None:
     assert resolve_ref("#", RESOLVED) is RESOLVED
     assert resolve_ref("#/0", [5]) == 5
+
+
+def test_a_schema_nested_too_deeply_to_copy_is_judged_by_its_types_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    schema: dict[str, Any] = {"type": "object"}
+    for _ in range(3000):
+        schema = {"properties": {"a": schema}}
+    with caplog.at_level(logging.WARNING, logger="cubepi.schema"):
+        validator = SchemaValidator(schema, tool_name="deep")
+        assert validator.first_error({"a": 1}) is None
+    assert any("'deep' cannot be compiled" in line for line in _warnings(caplog))
+
+
+def test_an_entry_of_required_that_is_no_name_is_left_out_and_the_rest_holds() -> None:
+    schema = {"type": "object", "required": [1, "b", None], "properties": {"b": {"type": "integer"}}}
+    validator = SchemaValidator(schema)
+    assert validator.first_error({}) == "(arguments): 'b' is required"
+    assert validator.first_error({"b": "x"}) == "b: must be of type integer"
+    assert validator.is_valid({"b": 1}) is True
+    assert schema["required"] == [1, "b", None]
+
+
+def test_a_pointer_into_an_unfetched_document_accepts_anything_and_the_rest_holds() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"r": {"$ref": "https://example.com/s.json#/defs/a"}, "n": {"type": "integer"}},
+    }
+    validator = SchemaValidator(schema)
+    assert validator.is_valid({"r": [1], "n": 1}) is True
+    assert validator.first_error({"n": "x"}) == "n: must be of type integer"
+
+
+def test_pattern_search_cannot_tell_on_long_text_for_a_backtracking_pattern() -> None:
+    assert pattern_search("(?<=a)b", "x" * 900 + "ab") is True
+    assert pattern_search("(?<=a)b", "x" * 5000 + "ab") is None
+    assert pattern_search("ab", "x" * 5000 + "ab") is True
+    assert pattern_search("ab", "x" * 5000) is False
