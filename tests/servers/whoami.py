@@ -29,7 +29,7 @@ def _caller(ctx: Context) -> dict[str, object]:
 
 @server.tool()
 def whoami(user_id: str, ctx: Context, note: str = "") -> str:
-    """Who called: the Authorization header, the _meta sent, the user_id argument, and a note."""
+    """Who called: the Authorization header, the _meta sent, the user argument, and a note."""
     return json.dumps({**_caller(ctx), "user_id": user_id, "note": note}, sort_keys=True)
 
 
