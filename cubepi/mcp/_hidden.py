@@ -54,7 +54,7 @@ def hide(schema: dict[str, Any], hidden: Mapping[str, Any] | None) -> tuple[dict
 
 
 def refuse_hidden(
-    tool_name: str, names: frozenset[str], arguments: Mapping[str, Any], params: Any
+    tool_name: str, names: frozenset[str], arguments: Mapping[str, Any]
 ) -> AgentToolResult | None:
     """The error result for arguments that set a hidden parameter (as for an unknown argument); None if
     they set none."""

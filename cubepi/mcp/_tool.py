@@ -318,7 +318,7 @@ class MCPRun:
         arguments = to_arguments(params)
         context = current_call_context()
         if self.hidden:
-            refused = refuse_hidden(self.wire_name, self.hidden, arguments, params)
+            refused = refuse_hidden(self.wire_name, self.hidden, arguments)
             if refused is not None:
                 return refused
             hidden = self.policies.hidden_arguments or {}

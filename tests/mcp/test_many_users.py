@@ -330,3 +330,14 @@ async def test_a_dask_worker_gets_the_context_with_the_call(tools: MCPToolList) 
     answers = await anyio.to_thread.run_sync(submit_all)
     for user in USERS:
         check(answers[user], user)
+
+
+async def test_a_connections_calls_get_meta_and_values(whoami_http: RunningServer) -> None:
+    """A live connection keeps its own credentials; `meta` and `values` still apply to each call."""
+    server = HttpServer(whoami_http.url, headers={"Authorization": "Bearer connection"})
+    async with server.connect() as connection:
+        tools = await load_mcp_tools(connection, hidden_arguments={"user_id": user_id})
+        with scope("alice"):
+            answer = seen((await tools[0].execute({})).text)
+    assert answer["user_id"] == "alice" and answer["meta"]["who"] == "alice"
+    assert answer["authorization"] == "Bearer connection"
