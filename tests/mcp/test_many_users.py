@@ -203,8 +203,9 @@ async def test_no_export_shows_a_hidden_parameter(tools: MCPToolList) -> None:
     exports = [whoami.to_openai(strict=True), whoami.to_openai(), whoami.to_anthropic(), whoami.to_gemini()]
     assert all("user_id" not in json.dumps(export) for export in exports)
     assert "user_id" not in whoami.parameters.model_fields
-    assert set(whoami.input_schema["properties"]) == {"note"}
-    assert "user_id" not in whoami.input_schema.get("required", [])
+    schema = whoami.input_schema
+    assert schema is not None and set(schema["properties"]) == {"note"}
+    assert "user_id" not in schema.get("required", [])
 
 
 async def test_the_model_cannot_set_a_hidden_parameter(tools: MCPToolList) -> None:
@@ -233,8 +234,9 @@ async def test_a_plain_value_and_an_async_function(whoami_http: RunningServer) -
 # -- auth, nesting, app-only tools ----------------------------------------------------------------------
 
 
-async def test_auth_replaces_the_servers_per_call(whoami_http: RunningServer) -> None:
-    server = HttpServer(whoami_http.url, auth=Bearer("service"), protocol="legacy")
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_auth_replaces_the_servers_per_call(whoami_http: RunningServer, protocol: str) -> None:
+    server = HttpServer(whoami_http.url, auth=Bearer("service"), protocol=protocol)
     async with await load_mcp_tools(server, hidden_arguments={"user_id": "u"}) as tools:
 
         async def one(user: str) -> None:
