@@ -343,3 +343,17 @@ async def test_a_connections_calls_get_meta_and_values(whoami_http: RunningServe
             answer = seen((await tools[0].execute({})).text)
     assert answer["user_id"] == "alice" and answer["meta"]["who"] == "alice"
     assert answer["authorization"] == "Bearer connection"
+
+
+def test_hide_takes_only_the_parameters_a_schema_has() -> None:
+    from cubepi.mcp._hidden import hide
+
+    schema = {"type": "object", "properties": {"a": {}, "user_id": {}}, "required": ["user_id"]}
+    assert hide(schema, None) == (schema, frozenset()) and hide(schema, None)[0] is schema
+    assert hide(schema, {"other": 1})[0] is schema
+    assert hide({"type": "object"}, {"user_id": 1}) == ({"type": "object"}, frozenset())
+    visible, names = hide(schema, {"user_id": 1, "other": 2})
+    assert visible == {"type": "object", "properties": {"a": {}}} and names == {"user_id"}
+    both_required = {**schema, "required": ["a", "user_id"]}
+    assert hide(both_required, {"user_id": 1})[0]["required"] == ["a"]
+    assert schema["required"] == ["user_id"]  # the server's schema is left as it was
