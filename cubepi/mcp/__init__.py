@@ -15,6 +15,8 @@ whose `run` is `_tool.MCPRun` (the list's policies, applied in one place) over o
 `_stdio` or `_http`, the era of `_protocol`) and sends its request (`_session.call_tool`, bounded by
 `_limits.Deadline`). Sessions whose end matters are leased (`_keeper.Lease`), owned by the list's keeper
 in each event loop (`_keeper.Keeper`); `_toollist.Shared` is what the calls of one list share.
+Who a call is for (`_context.call_context`: headers, auth, ``_meta``, values) is read where the call
+starts and handed to that call's own session; `_hidden` takes `hidden_arguments` out of the schema.
 
 Importing this package does not import the `mcp` SDK; the first connection does, and a missing extra
 raises `UserError` naming ``pip install "cubepi[mcp]"``.
@@ -26,6 +28,7 @@ from ..errors import MCPError, MCPTimeoutError
 from ._config import load_mcp_tools_from_config
 from ._connection import MCPConnection, ToolsChangedCallback
 from ._content import render_mcp_content
+from ._context import CallContext, call_context, current_call_context
 from ._loader import load_mcp_tools, load_mcp_tools_http, load_mcp_tools_stdio
 from ._output import output_model
 from ._servers import ENV_PASSTHROUGH, HttpServer, StdioServer
@@ -34,6 +37,7 @@ from ._toollist import MCPToolList, ToolChanges
 
 __all__ = [
     "ENV_PASSTHROUGH",
+    "CallContext",
     "HttpServer",
     "MCPConnection",
     "MCPError",
@@ -42,6 +46,8 @@ __all__ = [
     "StdioServer",
     "ToolChanges",
     "ToolsChangedCallback",
+    "call_context",
+    "current_call_context",
     "load_mcp_tools",
     "load_mcp_tools_from_config",
     "load_mcp_tools_http",

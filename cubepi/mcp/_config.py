@@ -25,7 +25,7 @@ from typing import Any, TypeAlias
 import anyio
 
 from ..errors import CubepiError, MCPError, MCPTimeoutError, UserError
-from ..tools import ensure_unique_names
+from ..tools import AgentTool, ensure_unique_names
 from ._loader import load_mcp_tools
 from ._servers import HttpServer, HttpTransport, StdioServer
 from ._toollist import MCPToolList, ToolChanges, ToolListEdit, merge_changes
@@ -241,6 +241,11 @@ class _ConfigToolList(MCPToolList):
     def __init__(self, lists: Sequence[MCPToolList]) -> None:
         super().__init__(tool for tools in lists for tool in tools)
         self._lists = tuple(lists)
+
+    @property
+    def app_tools(self) -> list[AgentTool]:
+        """Every server's app-only tools (`MCPToolList.app_tools`)."""
+        return [tool for tools in self._lists for tool in tools.app_tools]
 
     async def _refreshed(self, force: bool) -> tuple[ToolChanges, ToolListEdit]:
         done: dict[int, tuple[ToolChanges, ToolListEdit]] = {}

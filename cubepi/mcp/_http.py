@@ -46,7 +46,8 @@ _CREDENTIAL_HEADERS = ("authorization", "proxy-authorization")
 
 # The session whose requests go out now: its `Attempt`, and the headers a callable resolved for it. The SDK's
 # transports send each request in its sender's context, so whoever sends sets it (`recording`).
-_SCOPE: contextvars.ContextVar[tuple[Attempt, dict[str, str] | None] | None] = contextvars.ContextVar(
+# (A call context's `auth`, when it gives one, replaces the client's for the session's requests.)
+_SCOPE: contextvars.ContextVar[tuple[Attempt, dict[str, str] | None, Any] | None] = contextvars.ContextVar(
     "cubepi_http_session", default=None
 )
 
@@ -59,13 +60,11 @@ def http_client(server: HttpServer) -> httpx2.AsyncClient:
     static = server.headers if isinstance(server.headers, Mapping) else None
     _redact_logs()
     names = (*_CREDENTIAL_HEADERS, *(name.lower() for name in static or ()))
-    # Only headers the user gave, or an auth sets, can carry a secret: without them, no hook to run.
-    noting = bool(static) or server.auth is not None or callable(server.headers)
     client: httpx2.AsyncClient = _client_type()(
         timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
         headers=dict(static) if static else None,
         auth=server.auth,
-        event_hooks={"request": [_SecretNoter(names)] if noting else []},
+        event_hooks={"request": [_SecretNoter(names)]},  # a call context may bring credentials
     )
     client.guard(server.max_response_bytes)  # type: ignore[attr-defined]
     return client
@@ -81,7 +80,7 @@ class _SecretNoter:
     async def __call__(self, request: httpx2.Request) -> None:
         scope = _SCOPE.get()
         if scope is not None:
-            attempt, extra = scope
+            attempt, extra, _ = scope
             names = (*self.names, *(extra or ()))
             attempt.add_secrets(secret_values(request.headers[n] for n in names if n in request.headers))
 
@@ -107,8 +106,11 @@ def _client_type() -> Any:
             self, request: httpx2.Request, *, stream: bool = False, **options: Any
         ) -> httpx2.Response:
             scope = _SCOPE.get()
-            if scope is not None and scope[1]:
-                request.headers.update(scope[1])
+            if scope is not None:
+                if scope[1]:
+                    request.headers.update(scope[1])
+                if scope[2] is not None:
+                    options["auth"] = scope[2]
             if request.method == "DELETE":
                 with anyio.move_on_after(HTTP_CLOSE_GRACE):
                     return await self._guarded(request, False, options)
@@ -179,17 +181,18 @@ def _bounded_type() -> Callable[[httpx2.AsyncByteStream, int], httpx2.AsyncByteS
 
 class recording:
     """Within this block (and the tasks it starts, and the requests it sends), the client's guard reports
-    to `attempt` and adds `headers` (`resolve_headers`) to each request. A class: it is on every call."""
+    to `attempt` and adds `headers` (`resolve_headers`, and a call context's) to each request; `auth`, when
+    given, replaces the client's. A class: it is on every call."""
 
     __slots__ = ("_scope", "_token")
 
-    def __init__(self, attempt: Attempt, headers: dict[str, str] | None = None) -> None:
-        self._scope = (attempt, headers)
+    def __init__(self, attempt: Attempt, headers: dict[str, str] | None = None, auth: Any = None) -> None:
+        self._scope = (attempt, headers, auth)
         self._token: contextvars.Token[Any] | None = None
 
     def __enter__(self) -> None:
         current = _SCOPE.get()
-        if current is None or current[0] is not self._scope[0] or current[1] is not self._scope[1]:
+        if current is None or any(a is not b for a, b in zip(current, self._scope, strict=True)):
             self._token = _SCOPE.set(self._scope)
 
     def __exit__(self, *exc: object) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -145,8 +146,10 @@ class Keeper:
         self._gate = anyio.Lock(fast_acquire=True)  # no call starts while idle connections close
 
     def launch(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Start the keeper's task in `loop` (the running one); `ready` is set once it owns its group."""
-        loop.create_task(self._run(), name="cubepi-mcp-keeper")
+        """Start the keeper's task in `loop` (the running one); `ready` is set once it owns its group. It
+        starts in an empty `contextvars` context: it outlives the call that started it, whose scopes (a
+        user's call context, a session's HTTP recording) are not its own."""
+        contextvars.Context().run(loop.create_task, self._run(), name="cubepi-mcp-keeper")
 
     async def _run(self) -> None:
         try:

@@ -30,7 +30,7 @@ from ._protocol import ProtocolSetting, needs_definition
 from ._servers import Headers, HttpServer, HttpTransport, StderrCallback, StdioServer
 from ._session import list_tools
 from ._tool import Runner, Stateless, build_tool, tool_spec
-from ._toollist import Listing, MCPToolList
+from ._toollist import Listing, MCPToolList, app_only
 
 if TYPE_CHECKING:
     import httpx2
@@ -56,6 +56,7 @@ async def load_mcp_tools(
     result_renderer: ResultRenderer | None = None,
     needs_approval: ApprovalSetting = False,
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+    hidden_arguments: Mapping[str, Any] | None = None,
     elicitation_callback: ElicitationFnT | None = None,
     log_level: LoggingLevel | None = None,
     tasks: bool = True,
@@ -97,7 +98,12 @@ async def load_mcp_tools(
     `result_renderer` (the raw ``CallToolResult`` -> an `AgentToolResult`, content blocks or a str),
     `needs_approval` (True, a predicate on the arguments, or ``"destructive"``: tools not annotated
     read-only or non-destructive) and `max_concurrency` (stateless calls of this list in flight at once,
-    default 8; None: no limit).
+    default 8; None: no limit) and `hidden_arguments` (``{"user_id": value or function of the call
+    context}``: parameters the application sets on every call, out of the model's schema; see
+    docs/many-users.md).
+
+    Tools the MCP Apps extension marks app-only (``_meta.ui.visibility`` without ``"model"``) are not in
+    the list (what a model is offered) but in `MCPToolList.app_tools`, callable by the application.
 
     `elicitation_callback` (the SDK's signature) answers a server that asks for input in the middle of a
     call: on a 2026-07-28 server inside the one stateless call (its input-required rounds), on a
@@ -126,6 +132,7 @@ async def load_mcp_tools(
         result_renderer=result_renderer,
         needs_approval=needs_approval,
         max_concurrency=max_concurrency,
+        hidden_arguments=hidden_arguments,
     )
     timeouts = Timeouts.from_options(timeout, startup_timeout, max_duration)
     if isinstance(server, MCPConnection):
@@ -200,9 +207,12 @@ class Lister:
         specs = [tool_spec(item) for item in listed]
         policies = self.policies if strict else self.policies.offered_only(s["name"] for s in specs)
         chosen = policies.select(specs, self.runner.describe())
+        app = [(name, spec) for name, spec in chosen if app_only(spec)]
+        chosen = [(name, spec) for name, spec in chosen if not app_only(spec)]
         tools = [build_tool(spec, self.runner, policies, name=name) for name, spec in chosen]
         ensure_unique_names(tools)
-        return Listing(tools, dict(chosen), fresh_until)
+        app_tools = [build_tool(spec, self.runner, policies, name=name) for name, spec in app]
+        return Listing(tools, dict(chosen), fresh_until, app_tools)
 
     async def relist(self) -> Listing:
         return await self.list(strict=False)
@@ -240,6 +250,7 @@ async def load_mcp_tools_stdio(
     result_renderer: ResultRenderer | None = None,
     needs_approval: ApprovalSetting = False,
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+    hidden_arguments: Mapping[str, Any] | None = None,
     elicitation_callback: ElicitationFnT | None = None,
     log_level: LoggingLevel | None = None,
     tasks: bool = True,
@@ -278,6 +289,7 @@ async def load_mcp_tools_stdio(
         result_renderer=result_renderer,
         needs_approval=needs_approval,
         max_concurrency=max_concurrency,
+        hidden_arguments=hidden_arguments,
         elicitation_callback=elicitation_callback,
         log_level=log_level,
         tasks=tasks,
@@ -303,6 +315,7 @@ async def load_mcp_tools_http(
     result_renderer: ResultRenderer | None = None,
     needs_approval: ApprovalSetting = False,
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+    hidden_arguments: Mapping[str, Any] | None = None,
     elicitation_callback: ElicitationFnT | None = None,
     log_level: LoggingLevel | None = None,
     tasks: bool = True,
@@ -334,6 +347,7 @@ async def load_mcp_tools_http(
         result_renderer=result_renderer,
         needs_approval=needs_approval,
         max_concurrency=max_concurrency,
+        hidden_arguments=hidden_arguments,
         elicitation_callback=elicitation_callback,
         log_level=log_level,
         tasks=tasks,

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from ..errors import UserError
 from ..tools import AgentToolResult, Content, ImageContent, TextContent
 from ._content import render_mcp_content
+from ._hidden import check_hidden
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
@@ -96,6 +97,7 @@ class Policies:
     result_renderer: ResultRenderer | None = None
     needs_approval: ApprovalSetting = False
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY
+    hidden_arguments: Mapping[str, Any] | None = None  # `_hidden`: parameters the application sets
 
     @classmethod
     def create(
@@ -109,6 +111,7 @@ class Policies:
         result_renderer: ResultRenderer | None = None,
         needs_approval: ApprovalSetting = False,
         max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
+        hidden_arguments: Mapping[str, Any] | None = None,
     ) -> Policies:
         """Check the loader's policy arguments; a wrong one raises `UserError` before anything connects."""
         if prefix is not None and (not isinstance(prefix, str) or not prefix):
@@ -144,6 +147,7 @@ class Policies:
             result_renderer=result_renderer,
             needs_approval=needs_approval,
             max_concurrency=max_concurrency,
+            hidden_arguments=check_hidden(hidden_arguments),
         )
 
     # -- selecting and naming -------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp import types as mcp_types
 
+    from ._context import CallContext
     from ._keeper import Keeper
     from ._servers import HttpServer, Server
     from ._tasks import TaskWatch
@@ -58,7 +59,8 @@ class Session:
     `starting` is the start-up limit of a new 2026-07-28 stdio process not heard from yet: its first
     request's deadline includes it (`_limits.Deadline`). `definitions` are the listed tools whose calls
     need their definition; `tasks` the list's `TaskWatch` (when it consents to tasks); `sibling` opens
-    another fresh session to the same server (HTTP), for a task's polls; `headers` those a callable gave.
+    another fresh session to the same server (HTTP), for a task's polls; `headers` those a callable gave
+    (and a call context's), `auth` a call context's.
     """
 
     client: ClientSession
@@ -72,6 +74,7 @@ class Session:
     sibling: Callable[[], contextlib.AbstractAsyncContextManager[ClientSession]] | None = None
     starting: float | None = None
     headers: dict[str, str] | None = field(default=None, repr=False)
+    auth: Any = field(default=None, repr=False)
 
 
 @dataclass
@@ -81,7 +84,8 @@ class Opening:
     `launch` (stdio: `_stdio.launch_parameters`, computed once per list); `keeper` lends the list's HTTP
     client (else a client is made for the session); `kwargs` go to the SDK's `ClientSession`; `learn` is
     told what a session found (the runner that owns `learned`). It refers to nothing that owns a list, so
-    that a spare session it opens does not keep the list alive.
+    that a spare session it opens does not keep the list alive. `call` is the call context of the one call
+    it opens for (its headers and auth; `_context`): such an opening is never reused.
     """
 
     server: Server
@@ -92,6 +96,14 @@ class Opening:
     keeper: Keeper | None = None
     tasks: TaskWatch | None = None
     learn: Callable[[Session], None] | None = None
+    call: CallContext | None = field(default=None, repr=False)
+
+    async def _headers(self, server: HttpServer) -> dict[str, str] | None:
+        """The headers a session adds: a callable's, then the call context's."""
+        headers = await resolve_headers(server) if callable(server.headers) else None
+        if self.call is not None and self.call.headers:
+            headers = {**(headers or {}), **self.call.headers}
+        return headers
 
     def leased(self, tool_name: str | None = None) -> Lease:
         """A lease (`_keeper`) whose owner opens a session this way."""
@@ -120,9 +132,10 @@ class Opening:
         if server.protocol != "auto":
             attempt.forced_revision = server.protocol
         lent = await keeper.lend_client(self._client) if keeper is not None else None
-        headers = await resolve_headers(server) if callable(server.headers) else None
+        headers = await self._headers(server)
+        auth = None if self.call is None else self.call.auth
         try:
-            with recording(attempt, headers):
+            with recording(attempt, headers, auth):
                 async with (
                     contextlib.nullcontext(lent) if lent is not None else self._client() as client,
                     streamable_http_client(
@@ -142,6 +155,7 @@ class Opening:
                         self.tasks,
                         self.sibling,
                         headers=headers,
+                        auth=auth,
                     )
                     yield session
         finally:
@@ -169,11 +183,12 @@ class Opening:
         lent = await keeper.lend_client(self._client) if keeper is not None else None
         try:
             async with contextlib.AsyncExitStack() as stack:
-                headers = await resolve_headers(server)
-                stack.enter_context(recording(attempt, headers))
+                headers = await self._headers(server)
+                auth = None if self.call is None else self.call.auth
+                stack.enter_context(recording(attempt, headers, auth))
                 client = lent if lent is not None else await stack.enter_async_context(self._client())
                 session = await stack.enter_async_context(self._over_http(server, attempt, client, opening))
-                session.headers = headers
+                session.headers, session.auth = headers, auth
                 session.sibling = self.sibling
                 yield session
         finally:
@@ -278,7 +293,7 @@ async def list_tools(session: Session) -> tuple[list[mcp_types.Tool], int | None
     session.attempt.phase = "list"
     limit = timeouts.list
     deadline = Deadline(session, math.inf if limit is None else limit, math.inf)
-    with deadline.scope, recording(session.attempt, session.headers):
+    with deadline.scope, recording(session.attempt, session.headers, session.auth):
         while True:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
             request = functools.partial(session.client.list_tools, params=params)
@@ -330,7 +345,11 @@ def _call_result() -> Any:
 
 
 async def call_tool(
-    session: Session, name: str, arguments: Mapping[str, Any], on_update: UpdateCallback | None
+    session: Session,
+    name: str,
+    arguments: Mapping[str, Any],
+    on_update: UpdateCallback | None,
+    meta: Mapping[str, Any] | None = None,
 ) -> mcp_types.CallToolResult:
     """``tools/call``: the result, an ``isError`` result for a JSON-RPC error the server sent, or a raise
     for a transport failure or a limit that ran out (`MCPTimeoutError`).
@@ -341,7 +360,7 @@ async def call_tool(
     server asks for mid-call (2026-07-28 ``InputRequiredResult``) goes through the session's callbacks, as
     the SDK's own driver does; a call the server runs as a task goes to `tasks`. When the deadline passes
     or the caller is cancelled, the SDK tells the server (``notifications/cancelled``, or over 2026-07-28
-    HTTP by aborting the request).
+    HTTP by aborting the request). `meta` (a call context's) is the request's ``_meta``.
     """
     from mcp import types
     from mcp.client._input_required import run_input_required_driver
@@ -361,6 +380,8 @@ async def call_tool(
         params = types.CallToolRequestParams(
             name=name, arguments=dict(arguments), input_responses=responses, request_state=state
         )
+        if meta:
+            params.meta = dict(meta)  # type: ignore[assignment]
         adapter = _call_result() if tasks is None else tasks.result_type()
         return await client.send_request(
             types.CallToolRequest(params=params), adapter, progress_callback=relay
@@ -372,7 +393,7 @@ async def call_tool(
             ClientRequestContext(session=client, request_id=key, meta=meta), request
         )
 
-    with deadline.scope as scope, recording(attempt, session.headers):
+    with deadline.scope as scope, recording(attempt, session.headers, session.auth):
         relay = progress_relay(scope, idle, hard, on_update)
         try:
             if deadline.watching:

@@ -31,7 +31,9 @@ from ..errors import MCPError, MCPTimeoutError, UserError
 from ..schema import schema_to_model, to_arguments
 from ..tools import AgentTool, AgentToolResult, UpdateCallback
 from . import _errors
+from ._context import current_call_context
 from ._errors import Attempt
+from ._hidden import hidden_values, hide, refuse_hidden
 from ._input import with_defaults
 from ._keeper import Keeper, Lease
 from ._limits import CLOSE_MARGIN, DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
@@ -137,10 +139,13 @@ class Stateless(Runner):
         cached = self._last
         lent = lent_elicitation()
         lent = None if lent is None or "elicitation_callback" in self._kwargs else lent
+        call = current_call_context() if self.server.kind == "http" else None
+        call = call if call is not None and call.reaches_transport else None
         if (
             cached is not None
             and cached.keeper is keeper
             and lent is None
+            and call is None
             and (cached.learn is not None) == learn
         ):
             return cached
@@ -162,8 +167,9 @@ class Stateless(Runner):
             keeper=keeper,
             tasks=tasks,
             learn=self.learn if learn else None,
+            call=call,
         )
-        if lent is None:
+        if lent is None and call is None:  # an opening for one user's call is never reused
             self._last = opening
         return opening
 
@@ -289,8 +295,10 @@ class MCPRun:
         policies: Policies,
         retries: int = 0,
         output_schema: dict[str, Any] | None = None,
+        hidden: frozenset[str] = frozenset(),
     ) -> None:
         self.wire_name = wire_name
+        self.hidden = hidden  # the tool's parameters bound by `hidden_arguments`
         self.runner = runner
         self.policies = policies
         self.retries = retries
@@ -308,6 +316,14 @@ class MCPRun:
 
     async def __call__(self, params: BaseModel, on_update: UpdateCallback | None) -> AgentToolResult:
         arguments = to_arguments(params)
+        context = current_call_context()
+        if self.hidden:
+            refused = refuse_hidden(self.wire_name, self.hidden, arguments)
+            if refused is not None:
+                return refused
+            hidden = self.policies.hidden_arguments or {}
+            arguments.update(await hidden_values(hidden, self.hidden, context, self.wire_name))
+        meta = context.meta or None
         limiter = self.runner.limiter()
         if limiter is not None:
             try:  # a free slot is taken without a trip through the event loop
@@ -316,23 +332,25 @@ class MCPRun:
                 await limiter.acquire()
         try:
             if self.retries:
-                raw = await self._retrying(arguments, on_update)
+                raw = await self._retrying(arguments, on_update, meta)
             else:
                 raw = await self.runner.request(
-                    call_tool, self.wire_name, arguments, on_update, tool_name=self.wire_name
+                    call_tool, self.wire_name, arguments, on_update, meta, tool_name=self.wire_name
                 )
         finally:
             if limiter is not None:
                 limiter.release()
         return self.output_check.apply(raw, self.policies.render(raw))
 
-    async def _retrying(self, arguments: dict[str, Any], on_update: UpdateCallback | None) -> Any:
+    async def _retrying(
+        self, arguments: dict[str, Any], on_update: UpdateCallback | None, meta: Mapping[str, Any] | None
+    ) -> Any:
         """The call, sent again up to `retries` times after a transport failure (never after the call's
         own timeout: a slow tool would double the wait)."""
         name = self.wire_name
         for attempt in range(self.retries + 1):
             try:
-                return await self.runner.request(call_tool, name, arguments, on_update, tool_name=name)
+                return await self.runner.request(call_tool, name, arguments, on_update, meta, tool_name=name)
             except MCPError as exc:
                 if attempt == self.retries or (isinstance(exc, MCPTimeoutError) and exc.phase == "call"):
                     raise
@@ -381,6 +399,7 @@ def build_tool(
     input_schema = spec.get("inputSchema")
     if not isinstance(input_schema, dict):
         input_schema = {"type": "object", "properties": {}}
+    input_schema, hidden = hide(input_schema, policies.hidden_arguments)
     annotations = spec.get("annotations")
     annotations = annotations if isinstance(annotations, Mapping) else None
     output_schema = spec.get("outputSchema")
@@ -389,7 +408,9 @@ def build_tool(
         name=wire_name if name is None else name,
         description=spec.get("description") or "",
         parameters=SchemaModel(input_schema, wire_name),
-        run=MCPRun(wire_name, runner, policies, policies.retry_count(wire_name, annotations), output_schema),
+        run=MCPRun(
+            wire_name, runner, policies, policies.retry_count(wire_name, annotations), output_schema, hidden
+        ),
         input_schema=input_schema,
         annotations=annotations,
         output_schema=output_schema,

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from ._session import Session
     from ._tasks import TaskWatch
 
-__all__ = ["Listing", "MCPToolList", "Shared", "ToolChanges", "ToolListEdit", "merge_changes"]
+__all__ = ["Listing", "MCPToolList", "Shared", "ToolChanges", "ToolListEdit", "app_only", "merge_changes"]
 
 
 @dataclass(frozen=True)
@@ -76,12 +76,23 @@ class Listing:
 
     `definitions` maps each tool's name (as in the list, prefix included) to its definition as the server
     listed it; `fresh_until` (`time.monotonic()` seconds) is when the server's cache hints say the listing
-    goes stale (None: stale at once, the handshake era or no ``ttlMs``).
+    goes stale (None: stale at once, the handshake era or no ``ttlMs``). `app_tools` are the app-only
+    tools (`app_only`), kept apart from what a model is offered.
     """
 
     tools: list[AgentTool]
     definitions: dict[str, Mapping[str, Any]]
     fresh_until: float | None = None
+    app_tools: list[AgentTool] = field(default_factory=list)
+
+
+def app_only(spec: Mapping[str, Any]) -> bool:
+    """Whether the MCP Apps extension marks a listed tool as for the application only: its
+    ``_meta.ui.visibility`` is a list without ``"model"`` (a model MUST NOT be offered it)."""
+    meta = spec.get("_meta")
+    ui = meta.get("ui") if isinstance(meta, Mapping) else None
+    visibility = ui.get("visibility") if isinstance(ui, Mapping) else None
+    return isinstance(visibility, list) and "model" not in visibility
 
 
 # Lists a list's server again (its `Listing`, built with the list's policies).
@@ -119,6 +130,13 @@ class MCPToolList(list[AgentTool]):
         self._definitions: dict[str, Mapping[str, Any]] = {}
         self._own: dict[str, AgentTool] = {}  # the tools this list built, by name
         self._fresh_until: float | None = None
+        self._app_tools: list[AgentTool] = []
+
+    @property
+    def app_tools(self) -> list[AgentTool]:
+        """The server's app-only tools (MCP Apps: ``_meta.ui.visibility`` without ``"model"``): never in
+        this list, so never offered to a model or exported with it, but callable by the application."""
+        return list(self._app_tools)
 
     @classmethod
     def from_listing(cls, listing: Listing, relist: Relister, *, shared: Shared | None = None) -> MCPToolList:
@@ -173,6 +191,7 @@ class MCPToolList(list[AgentTool]):
         self._own = dict(own) if own is not None else {tool.name: tool for tool in listing.tools}
         self._definitions = dict(listing.definitions)
         self._fresh_until = listing.fresh_until
+        self._app_tools = list(listing.app_tools)
 
     @property
     def closed(self) -> bool:
