@@ -20,14 +20,16 @@ import shlex
 import sys
 import types
 import typing
+import warnings
 from collections.abc import Sequence
 from typing import Any, TextIO
 
 import anyio
 import pydantic
 
-from .errors import CubepiError, SchemaError, UserError
+from .errors import CubepiError, SchemaError, ServerSkippedWarning, UserError
 from .mcp import HttpServer, MCPToolList, StdioServer, load_mcp_tools, load_mcp_tools_from_config
+from .mcp._config import OnError
 from .tools import AgentTool, AgentToolResult, ImageContent, TextContent, ToolUpdate
 
 __all__ = ["main", "signature"]
@@ -165,7 +167,7 @@ def _server(args: argparse.Namespace) -> StdioServer | HttpServer:
 # -- actions --------------------------------------------------------------------------------------------
 
 
-async def _load(args: argparse.Namespace) -> tuple[MCPToolList, str]:
+async def _load(args: argparse.Namespace, *, on_error: OnError = "raise") -> tuple[MCPToolList, str]:
     """The tools the arguments name, and where they come from (for messages)."""
     if args.config is None:
         server = _server(args)
@@ -184,16 +186,21 @@ async def _load(args: argparse.Namespace) -> tuple[MCPToolList, str]:
     ]
     if given:
         raise UserError(f"--config reads the servers from the file; drop {', '.join(given)}")
-    tools = await load_mcp_tools_from_config(args.config, timeout=args.timeout)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ServerSkippedWarning)  # the failures are printed below the tools
+        tools = await load_mcp_tools_from_config(args.config, timeout=args.timeout, on_error=on_error)
     return tools, str(args.config)
 
 
 async def _tools(args: argparse.Namespace) -> int:
-    tools, origin = await _load(args)
+    """List the tools; with --config, the servers that failed and why, after the others' tools (exit 1)."""
+    tools, origin = await _load(args, on_error="skip")
     async with tools:
         print(f"{len(tools)} tools from {origin}:\n")
         _print_tools(tools, sys.stdout)
-    return 0
+        for failure in tools.failures.values():
+            print(f"\nnot loaded: {failure}", file=sys.stderr)
+    return 1 if tools.failures else 0
 
 
 async def _call(args: argparse.Namespace) -> int:

@@ -7,6 +7,8 @@ CubepiError
 ├── ToolCallError      a tool called as a function (`tool.as_function()`) failed; the message is for the model
 └── MCPError           the transport or the connection to an MCP server failed
     └── MCPTimeoutError   a phase (startup, initialize, list, call) ran past its limit; also a TimeoutError
+
+ServerSkippedWarning   (a UserWarning) a server of a config failed to load and was left out (on_error="skip")
 ```
 
 A failure the *server* reports (`isError`) is never an exception: it is an `AgentToolResult` with
@@ -22,7 +24,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .tools import AgentToolResult
 
-__all__ = ["CubepiError", "MCPError", "MCPTimeoutError", "SchemaError", "ToolCallError", "UserError"]
+__all__ = [
+    "CubepiError",
+    "MCPError",
+    "MCPTimeoutError",
+    "SchemaError",
+    "ServerSkippedWarning",
+    "ToolCallError",
+    "UserError",
+]
 
 
 class CubepiError(Exception):
@@ -94,3 +104,8 @@ class MCPTimeoutError(MCPError, TimeoutError):
         self.phase = phase
         self.limit = limit
         super().__init__(message, tool_name=tool_name, server=server, stderr=stderr)
+
+
+class ServerSkippedWarning(UserWarning):
+    """A server of a config failed to load and was left out of the list (``on_error="skip"``); the
+    message names the server and says why, without secrets."""

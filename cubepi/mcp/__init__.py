@@ -24,7 +24,7 @@ raises `UserError` naming ``pip install "cubepi[mcp]"``.
 
 from __future__ import annotations
 
-from ..errors import MCPError, MCPTimeoutError
+from ..errors import MCPError, MCPTimeoutError, ServerSkippedWarning
 from ._config import load_mcp_tools_from_config
 from ._connection import MCPConnection, ToolsChangedCallback
 from ._content import render_mcp_content
@@ -43,6 +43,7 @@ __all__ = [
     "MCPError",
     "MCPTimeoutError",
     "MCPToolList",
+    "ServerSkippedWarning",
     "StdioServer",
     "ToolChanges",
     "ToolsChangedCallback",

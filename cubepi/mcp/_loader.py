@@ -27,6 +27,7 @@ from ._limits import (
 from ._logs import server_logs
 from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
 from ._protocol import ProtocolSetting, needs_definition
+from ._requests import server_requests
 from ._servers import Headers, HttpServer, HttpTransport, StderrCallback, StdioServer
 from ._session import list_tools
 from ._tool import Runner, Stateless, build_tool, tool_spec
@@ -34,7 +35,7 @@ from ._toollist import Listing, MCPToolList, app_only
 
 if TYPE_CHECKING:
     import httpx2
-    from mcp.client.session import ElicitationFnT
+    from mcp.client.session import ElicitationFnT, ListRootsFnT, SamplingFnT
     from mcp.types import LoggingLevel
 
 __all__ = ["Lister", "load_mcp_tools", "load_mcp_tools_http", "load_mcp_tools_stdio"]
@@ -58,6 +59,8 @@ async def load_mcp_tools(
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     hidden_arguments: Mapping[str, Any] | None = None,
     elicitation_callback: ElicitationFnT | None = None,
+    sampling_callback: SamplingFnT | None = None,
+    list_roots_callback: ListRootsFnT | None = None,
     log_level: LoggingLevel | None = None,
     tasks: bool = True,
 ) -> MCPToolList:
@@ -108,7 +111,9 @@ async def load_mcp_tools(
     `elicitation_callback` (the SDK's signature) answers a server that asks for input in the middle of a
     call: on a 2026-07-28 server inside the one stateless call (its input-required rounds), on a
     handshake-era server inside the call's session. Without it, such a call comes back as an ``is_error``
-    result saying so.
+    result saying so. `sampling_callback` (the server asks the client's model for a completion) and
+    `list_roots_callback` (the server asks for the client's roots) answer the same way, in both eras
+    (see docs/many-servers.md).
 
     `log_level` (``"debug"`` ... ``"emergency"``) asks the server for its log messages at that level or
     above, during the listing and every call, and passes them to the ``cubepi.mcp.server`` logger (a
@@ -136,10 +141,12 @@ async def load_mcp_tools(
     )
     timeouts = Timeouts.from_options(timeout, startup_timeout, max_duration)
     if isinstance(server, MCPConnection):
-        if elicitation_callback is not None or log_level is not None:
+        if any(
+            x is not None for x in (elicitation_callback, sampling_callback, list_roots_callback, log_level)
+        ):
             raise UserError(
                 "a connection's callbacks and log level go to server.connect(elicitation_callback=..., "
-                "log_level=...)"
+                "sampling_callback=..., list_roots_callback=..., log_level=...)"
             )
         if prespawn:
             raise UserError("prespawn=True applies to stateless stdio tools, not to a live connection")
@@ -163,6 +170,9 @@ async def load_mcp_tools(
         if not callable(elicitation_callback):
             raise UserError("elicitation_callback must be an async function (context, params) -> result")
         callbacks["elicitation_callback"] = with_defaults(elicitation_callback)
+    callbacks.update(
+        server_requests(sampling_callback=sampling_callback, list_roots_callback=list_roots_callback)
+    )
     if log_level is not None:
         callbacks.update(log_level=log_level, logging_callback=server_logs(server.describe()))
     runner = Stateless(
@@ -252,6 +262,8 @@ async def load_mcp_tools_stdio(
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     hidden_arguments: Mapping[str, Any] | None = None,
     elicitation_callback: ElicitationFnT | None = None,
+    sampling_callback: SamplingFnT | None = None,
+    list_roots_callback: ListRootsFnT | None = None,
     log_level: LoggingLevel | None = None,
     tasks: bool = True,
 ) -> MCPToolList:
@@ -291,6 +303,8 @@ async def load_mcp_tools_stdio(
         max_concurrency=max_concurrency,
         hidden_arguments=hidden_arguments,
         elicitation_callback=elicitation_callback,
+        sampling_callback=sampling_callback,
+        list_roots_callback=list_roots_callback,
         log_level=log_level,
         tasks=tasks,
     )
@@ -317,6 +331,8 @@ async def load_mcp_tools_http(
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
     hidden_arguments: Mapping[str, Any] | None = None,
     elicitation_callback: ElicitationFnT | None = None,
+    sampling_callback: SamplingFnT | None = None,
+    list_roots_callback: ListRootsFnT | None = None,
     log_level: LoggingLevel | None = None,
     tasks: bool = True,
 ) -> MCPToolList:
@@ -349,6 +365,8 @@ async def load_mcp_tools_http(
         max_concurrency=max_concurrency,
         hidden_arguments=hidden_arguments,
         elicitation_callback=elicitation_callback,
+        sampling_callback=sampling_callback,
+        list_roots_callback=list_roots_callback,
         log_level=log_level,
         tasks=tasks,
     )

@@ -29,6 +29,7 @@ import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -192,6 +193,12 @@ class MCPToolList(list[AgentTool]):
         self._definitions = dict(listing.definitions)
         self._fresh_until = listing.fresh_until
         self._app_tools = list(listing.app_tools)
+
+    @property
+    def failures(self) -> Mapping[str, Exception]:
+        """The servers that failed to load, by name, and why (``on_error="skip"`` of a config; empty
+        otherwise). `refresh()` tries them again."""
+        return MappingProxyType({})
 
     @property
     def closed(self) -> bool:

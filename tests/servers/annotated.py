@@ -211,6 +211,18 @@ async def roots(listed: Annotated[types.ListRootsResult, Resolve(_roots)]) -> li
     return [str(root.uri) for root in listed.roots]
 
 
+@server.tool()
+async def survey(
+    question: str,
+    answer: Annotated[types.CreateMessageResult, Resolve(_sample)],
+    listed: Annotated[types.ListRootsResult, Resolve(_roots)],
+) -> str:
+    """Ask the client's model (sampling) and for its roots (roots/list) in one call; both in the result."""
+    content = answer.content
+    text = content.text if isinstance(content, types.TextContent) else str(content)
+    return f"{text} | roots: {', '.join(str(root.uri) for root in listed.roots)}"
+
+
 if __name__ == "__main__":
     transport = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     if transport == "stdio":
