@@ -238,9 +238,29 @@ class _ConfigToolList(MCPToolList):
     """The tools of several servers as one list; closing it closes each server's list, refreshing it
     refreshes each (concurrently) and merges what changed."""
 
-    def __init__(self, lists: Sequence[MCPToolList]) -> None:
+    def __init__(self, lists: Sequence[MCPToolList], names: Sequence[str] = ()) -> None:
         super().__init__(tool for tools in lists for tool in tools)
         self._lists = tuple(lists)
+        self._names = tuple(names)
+
+    @property
+    def servers(self) -> dict[str, MCPToolList]:
+        """Each server's own list, by its name in the config (for its resources and prompts)."""
+        return dict(zip(self._names, self._lists, strict=False))
+
+    @property
+    def instructions(self) -> str | None:
+        """Each server's ``instructions``, headed by its name (None: no server sent any)."""
+        parts = [
+            f"## {name}\n{tools.instructions}" for name, tools in self.servers.items() if tools.instructions
+        ]
+        return "\n\n".join(parts) or None
+
+    def _server_offers(self) -> Any:
+        raise UserError(
+            "this list holds the tools of several servers; ask one: tools.servers[name].list_resources() "
+            f"(servers: {', '.join(self._names)})"
+        )
 
     async def _refreshed(self, force: bool) -> tuple[ToolChanges, ToolListEdit]:
         done: dict[int, tuple[ToolChanges, ToolListEdit]] = {}
@@ -317,7 +337,9 @@ async def load_mcp_tools_from_config(
                 group.start_soon(load, item, group.cancel_scope, name=f"cubepi-config-{item.name}")
         if failure is not None:
             raise _naming(*failure) from failure[1]
-        result = _ConfigToolList([loaded[item.name] for item in configured])
+        result = _ConfigToolList(
+            [loaded[item.name] for item in configured], [item.name for item in configured]
+        )
         ensure_unique_names(result)
     except BaseException:
         await _close_all(list(loaded.values()))

@@ -337,6 +337,11 @@ class ConnectionRunner(Runner):
     def remember(self, definitions: Mapping[str, mcp_types.Tool]) -> None:
         self.definitions = dict(definitions)
 
+    def instructions(self) -> str | None:
+        learned = getattr(self.connection, "_learned", None)
+        protocol = learned.protocol if learned is not None else None
+        return protocol.instructions if protocol is not None else None
+
     def limiter(self) -> anyio.CapacityLimiter | None:
         if self.max_concurrency is not None and self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.max_concurrency)

@@ -74,6 +74,11 @@ class Runner:
     def describe(self) -> str:
         raise NotImplementedError
 
+    def instructions(self) -> str | None:
+        """The server's ``instructions``, as the load found them (None: none sent, or not known)."""
+        protocol = getattr(getattr(self, "learned", None), "protocol", None)
+        return protocol.instructions if protocol is not None else None
+
 
 class Stateless(Runner):
     """The runner of a loaded list: every call gets a session no earlier call used (see the module
