@@ -329,7 +329,7 @@ def expand(template: str, values: Mapping[str, Any]) -> str:
 def template_tool_name(template: Any) -> str:
     """The tool name of a resource template: ``read_`` and its name in snake case."""
     words = re.sub(r"[^0-9A-Za-z]+", "_", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", template.name)).strip("_")
-    return f"read_{words.lower() or 'resource'}"
+    return f"read_{words.lower() or 'resource_template'}"
 
 
 def template_schema(uri_template: str) -> dict[str, Any]:
