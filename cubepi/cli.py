@@ -26,7 +26,7 @@ from typing import Any, TextIO
 import anyio
 import pydantic
 
-from .errors import CubepiError, SchemaError, UserError
+from .errors import CubepiError, MCPError, SchemaError, UserError
 from .mcp import HttpServer, MCPToolList, StdioServer, load_mcp_tools, load_mcp_tools_from_config
 from .tools import AgentTool, AgentToolResult, ImageContent, TextContent, ToolUpdate
 
@@ -193,7 +193,32 @@ async def _tools(args: argparse.Namespace) -> int:
     async with tools:
         print(f"{len(tools)} tools from {origin}:\n")
         _print_tools(tools, sys.stdout)
+        servers: dict[str, MCPToolList] = getattr(tools, "servers", None) or {origin: tools}
+        for name, each in servers.items():
+            await _print_offers(each, name if len(servers) > 1 else None, sys.stdout)
     return 0
+
+
+async def _print_offers(tools: MCPToolList, name: str | None, out: TextIO) -> None:
+    """A server's resources, resource templates and prompts, where it offers any."""
+    whose = f" of {name}" if name else ""
+    try:
+        resources = await tools.list_resources()
+        templates = await tools.list_resource_templates()
+        prompts = await tools.list_prompts()
+    except MCPError as exc:
+        print(f"\n(resources and prompts{whose} could not be listed: {exc})", file=out)
+        return
+    sections = [
+        ("resources", [f"{item.uri}  {item.name}" for item in resources]),
+        ("resource templates", [f"{item.uri_template}  {item.name}" for item in templates]),
+        ("prompts", [f"{item.name}({', '.join(a.name for a in item.arguments or ())})" for item in prompts]),
+    ]
+    for title, lines in sections:
+        if lines:
+            print(f"\n{len(lines)} {title}{whose}:\n", file=out)
+            for line in lines:
+                print(f"  {line}", file=out)
 
 
 async def _call(args: argparse.Namespace) -> int:

@@ -268,3 +268,14 @@ def test_uri_templates() -> None:
     assert template_tool_name(Named) == "read_user_notes"
     Named.name = "!!"
     assert template_tool_name(Named) == "read_resource_template"
+
+
+def test_cubepi_tools_shows_resources_templates_and_prompts(capsys: pytest.CaptureFixture[str]) -> None:
+    from cubepi.cli import main
+
+    assert main(["tools", "--", PYTHON, str(OFFERS)]) == 0
+    out = capsys.readouterr().out
+    assert "1 tools from stdio server" in out and "ping()" in out
+    assert "\n8 resources:\n" in out and "  offers://items/3  item_3" in out
+    assert "\n1 resource templates:\n\n  offers://users/{user}/notes/{note}  note" in out
+    assert "\n1 prompts:\n\n  review(topic, tone)" in out
