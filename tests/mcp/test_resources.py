@@ -218,6 +218,12 @@ async def test_on_a_connection() -> None:
         assert tools.instructions is not None and tools.instructions.startswith("Offers:")
         assert (await tools.read_resource("offers://items/2")) == [TextContent("item 2")]
         assert (await by_name(tools)["read_note"].execute({"user": "a", "note": "b"})).text == "note b of a"
+        assert conn.instructions == tools.instructions
+        assert (await conn.read_resource("offers://items/0")) == [TextContent("item 0")]
+        assert [p.name for p in await conn.list_prompts()] == ["review"]
+        assert len(await conn.list_resource_templates()) == 1 and len(await conn.list_resources()) == 8
+        [first, _] = await conn.get_prompt("review", {"topic": "t"})
+        assert first.content == [TextContent("Review t in a plain tone.")]
 
 
 async def test_a_list_travels_with_what_its_server_offers() -> None:
