@@ -285,3 +285,19 @@ def test_cubepi_tools_shows_resources_templates_and_prompts(capsys: pytest.Captu
     assert "\n8 resources:\n" in out and "  offers://items/3  item_3" in out
     assert "\n1 resource templates:\n\n  offers://users/{user}/notes/{note}  note" in out
     assert "\n1 prompts:\n\n  review(topic, tone)" in out
+
+
+async def test_refresh_keeps_the_tools_for_the_model_and_defer_takes_them() -> None:
+    from cubepi import defer_tools
+
+    async with await load_mcp_tools(
+        StdioServer(PYTHON, [str(OFFERS)]), resources=True, prompts=True
+    ) as tools:
+        names = [tool.name for tool in tools]
+        assert not await tools.refresh(force=True)
+        assert [tool.name for tool in tools] == names
+        catalog = defer_tools(tools)
+        found = await catalog.call_tool.execute(
+            {"name": "read_note", "arguments": {"user": "u", "note": "n"}}
+        )
+        assert found.text == "note n of u"
