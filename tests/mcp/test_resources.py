@@ -204,8 +204,12 @@ async def test_instructions_of_several_servers_and_the_system_prompt_block(tmp_p
             == "## notes\nOffers: read offers://readme first. Notes are at offers://users/{user}/notes/{note}."
         )
         block = instructions_prompt(tools)
-        assert block is not None and "## notes\nOffers:" in block and "not by the user" in block
-        assert block.startswith("<mcp-server-instructions") and block.endswith("</mcp-server-instructions>")
+        assert block is not None and "not by the user" in block.splitlines()[0]
+        assert block.splitlines()[1:] == [
+            '<mcp-server-instructions source="notes">',
+            tools.servers["notes"].instructions,
+            "</mcp-server-instructions>",
+        ]
         assert {"notes__read_note", "quiet__read_note"} <= {tool.name for tool in tools}
         assert len(await tools.servers["quiet"].list_resources()) == 8
         with pytest.raises(UserError, match=r"tools.servers\[name\]"):
@@ -219,6 +223,9 @@ async def test_on_a_connection() -> None:
         assert (await tools.read_resource("offers://items/2")) == [TextContent("item 2")]
         assert (await by_name(tools)["read_note"].execute({"user": "a", "note": "b"})).text == "note b of a"
         assert conn.instructions == tools.instructions
+        block = instructions_prompt(conn)
+        assert block is not None and f'source="{conn.describe()}"' in block
+        assert instructions_prompt(tools) == block
         assert (await conn.read_resource("offers://items/0")) == [TextContent("item 0")]
         assert [p.name for p in await conn.list_prompts()] == ["review"]
         assert len(await conn.list_resource_templates()) == 1 and len(await conn.list_resources()) == 8
