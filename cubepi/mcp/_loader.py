@@ -212,8 +212,8 @@ class Lister:
                 resources=self.resources,
                 prompts=self.prompts,
                 templates=templates,
+                taken=[tool.name for tool in listing.tools],
             )
-            ensure_unique_names(listing.tools)
         return listing
 
     def build(

@@ -17,6 +17,7 @@ server), both going through the list's runner with the list's bounds:
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -48,6 +49,7 @@ __all__ = [
     "template_tool_name",
 ]
 
+logger = logging.getLogger("cubepi.mcp")
 # Which capability a listing needs, by the SDK method that lists.
 _CAPABILITY = {
     "list_resources": "resources",
@@ -371,8 +373,11 @@ def offer_tools(
     resources: bool,
     prompts: bool,
     templates: Iterable[mcp_types.ResourceTemplate] = (),
+    taken: Iterable[str] = (),
 ) -> list[AgentTool]:
-    """The tools a loader adds for `resources=True` / `prompts=True`, named with the list's prefix."""
+    """The tools a loader adds for `resources=True` / `prompts=True`, named with the list's prefix. One
+    whose name is `taken` (by a tool of the server: the server's own wins) or by an earlier template is
+    left out, with a warning."""
     origin = runner.describe()
 
     def make(
@@ -441,4 +446,12 @@ def offer_tools(
                 GetPromptArgs.model_json_schema(),
             )
         )
-    return tools
+    used = set(taken)
+    kept: list[AgentTool] = []
+    for tool in tools:
+        if tool.name in used:
+            logger.warning("not adding the tool %r for %s: a tool of that name is listed", tool.name, origin)
+            continue
+        used.add(tool.name)
+        kept.append(tool)
+    return kept

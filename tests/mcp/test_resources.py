@@ -308,3 +308,35 @@ async def test_refresh_keeps_the_tools_for_the_model_and_defer_takes_them() -> N
             {"name": "read_note", "arguments": {"user": "u", "note": "n"}}
         )
         assert found.text == "note n of u"
+
+
+def test_a_taken_name_is_left_to_the_server(caplog: pytest.LogCaptureFixture) -> None:
+    from mcp import types
+
+    from cubepi.mcp._offers import offer_tools
+    from cubepi.mcp._policies import Policies
+
+    class Runner:
+        def describe(self) -> str:
+            return "srv"
+
+    templates = [
+        types.ResourceTemplate(name="note", uri_template="x://{a}"),
+        types.ResourceTemplate(name="Note", uri_template="y://{b}"),
+    ]
+    built = offer_tools(
+        Runner(),  # type: ignore[arg-type]
+        Policies(prefix="p"),
+        resources=True,
+        prompts=True,
+        templates=templates,
+        taken=["p__read_resource"],
+    )
+    assert [tool.name for tool in built] == [
+        "p__list_resources",
+        "p__read_note",
+        "p__list_prompts",
+        "p__get_prompt",
+    ]
+    assert built[1]._run.template == "x://{a}"  # type: ignore[attr-defined]
+    assert "'p__read_resource'" in caplog.text and "'p__read_note'" in caplog.text
