@@ -340,3 +340,13 @@ def test_a_taken_name_is_left_to_the_server(caplog: pytest.LogCaptureFixture) ->
     ]
     assert built[1]._run.template == "x://{a}"  # type: ignore[attr-defined]
     assert "'p__read_resource'" in caplog.text and "'p__read_note'" in caplog.text
+
+
+async def test_everything_over_sse(everything_sse: RunningServer) -> None:
+    server = HttpServer(everything_sse.url, transport="auto")
+    async with await load_mcp_tools(server, resources=True) as tools:
+        assert tools.instructions is not None and "Everything Server" in tools.instructions
+        [text] = await tools.read_resource("demo://resource/dynamic/text/5")
+        assert isinstance(text, TextContent) and text.text.startswith("Resource 5:")
+        read = await by_name(tools)["read_dynamic_text_resource"].execute({"resourceId": "6"})
+        assert read.text.startswith("Resource 6:")
