@@ -202,13 +202,26 @@ async def _tools(args: argparse.Namespace) -> int:
 async def _print_offers(tools: MCPToolList, name: str | None, out: TextIO) -> None:
     """A server's resources, resource templates and prompts, where it offers any."""
     whose = f" of {name}" if name else ""
-    try:
-        resources = await tools.list_resources()
-        templates = await tools.list_resource_templates()
-        prompts = await tools.list_prompts()
-    except MCPError as exc:
-        print(f"\n(resources and prompts{whose} could not be listed: {exc})", file=out)
+    found: dict[str, list[Any]] = {}
+    failures: list[MCPError] = []
+
+    async def ask(key: str, listing: Any) -> None:  # each a session of its own: asked at once
+        try:
+            found[key] = await listing()
+        except MCPError as exc:
+            failures.append(exc)
+
+    async with anyio.create_task_group() as group:
+        for key in ("list_resources", "list_resource_templates", "list_prompts"):
+            group.start_soon(ask, key, getattr(tools, key))
+    if failures:
+        print(f"\n(resources and prompts{whose} could not be listed: {failures[0]})", file=out)
         return
+    resources, templates, prompts = (
+        found["list_resources"],
+        found["list_resource_templates"],
+        found["list_prompts"],
+    )
     sections = [
         ("resources", [f"{item.uri}  {item.name}" for item in resources]),
         ("resource templates", [f"{item.uri_template}  {item.name}" for item in templates]),

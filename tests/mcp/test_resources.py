@@ -350,3 +350,21 @@ async def test_everything_over_sse(everything_sse: RunningServer) -> None:
         assert isinstance(text, TextContent) and text.text.startswith("Resource 5:")
         read = await by_name(tools)["read_dynamic_text_resource"].execute({"resourceId": "6"})
         assert read.text.startswith("Resource 6:")
+
+
+def test_cubepi_tools_of_a_config_names_each_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from cubepi.cli import main
+
+    config = tmp_path / "mcp.json"
+    servers = {
+        "a": {"command": PYTHON, "args": [str(OFFERS)]},
+        "b": {"command": PYTHON, "args": [str(OFFERS)]},
+    }
+    config.write_text(json.dumps({"mcpServers": servers}))
+    assert main(["tools", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "\n8 resources of a:\n" in out and "\n1 prompts of b:\n" in out
