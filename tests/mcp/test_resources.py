@@ -368,3 +368,15 @@ def test_cubepi_tools_of_a_config_names_each_server(
     assert main(["tools", "--config", str(config)]) == 0
     out = capsys.readouterr().out
     assert "\n8 resources of a:\n" in out and "\n1 prompts of b:\n" in out
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_server_offering_only_tools_is_not_asked(era: str) -> None:
+    server = StdioServer(PYTHON, [str(SERVERS / "paged.py")], protocol=era)  # a low-level server: tools only
+    async with await load_mcp_tools(server, resources=True, prompts=True) as tools:
+        assert await tools.list_resources() == [] and await tools.list_resource_templates() == []
+        assert await tools.list_prompts() == []
+        listed = await by_name(tools)["list_prompts"].execute({})
+        assert listed.text == "(no prompts)"
+        assert (await by_name(tools)["list_resources"].execute({})).text == "(no resources listed)"
+        assert not any(tool.name.startswith("read_") and tool.name != "read_resource" for tool in tools)
