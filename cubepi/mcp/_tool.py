@@ -76,8 +76,7 @@ class Runner:
 
     def instructions(self) -> str | None:
         """The server's ``instructions``, as the load found them (None: none sent, or not known)."""
-        protocol = getattr(getattr(self, "learned", None), "protocol", None)
-        return protocol.instructions if protocol is not None else None
+        return None
 
 
 class Stateless(Runner):
@@ -110,6 +109,10 @@ class Stateless(Runner):
 
     def describe(self) -> str:
         return self.server.describe()
+
+    def instructions(self) -> str | None:
+        protocol = self.learned.protocol
+        return protocol.instructions if protocol is not None else None
 
     # -- what the runner knows -------------------------------------------------------------------------------
 
