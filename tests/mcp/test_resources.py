@@ -380,3 +380,24 @@ async def test_a_server_offering_only_tools_is_not_asked(era: str) -> None:
         assert listed.text == "(no prompts)"
         assert (await by_name(tools)["list_resources"].execute({})).text == "(no resources listed)"
         assert not any(tool.name.startswith("read_") and tool.name != "read_resource" for tool in tools)
+
+
+async def test_the_list_bounds_apply() -> None:
+    from cubepi.errors import MCPTimeoutError
+
+    slow_list = StdioServer(PYTHON, [str(OFFERS)], env={"OFFERS_SLOW": "resources/list"})
+    async with await load_mcp_tools(slow_list, timeout=1.5, startup_timeout=30) as tools:
+        with pytest.raises(MCPTimeoutError) as listing:
+            await tools.list_resources()
+        assert listing.value.phase == "list" and listing.value.limit == 1.5
+
+    slow_read = StdioServer(PYTHON, [str(OFFERS)], env={"OFFERS_SLOW": "resources/read"})
+    async with await load_mcp_tools(slow_read, timeout=1.5, startup_timeout=30) as tools:
+        with pytest.raises(MCPTimeoutError) as reading:
+            await tools.read_resource("offers://readme")
+        assert reading.value.phase == "call" and reading.value.limit == 1.5
+    async with await load_mcp_tools(slow_read, timeout=30, max_duration=1.5) as tools:
+        with pytest.raises(MCPTimeoutError, match="max_duration") as bounded:
+            await by_name(tools)["ping"].execute({})  # not slow
+            await tools.read_resource("offers://readme")
+        assert bounded.value.limit == 1.5

@@ -4,7 +4,8 @@ Run: python offers.py [stdio|streamable-http]. It speaks both protocol eras; ove
 127.0.0.1:$PORT (/mcp). It has: text, image and binary resources, a resource list served in pages of 3,
 a template with several variables, a prompt with arguments and an embedded resource, a resource of 2 MB
 (`offers://huge`). `OFFERS_NO_INSTRUCTIONS=1`: it sends no instructions. `OFFERS_LOG=<path>`: each
-request's method is appended to that file, one a line (to count requests).
+request's method is appended to that file, one a line (to count requests). `OFFERS_SLOW=<method>`: requests
+of that method are answered after a minute.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ async def log_requests(ctx: Any, call_next: Any) -> Any:
     if path:
         async with await anyio.open_file(path, "a") as log:
             await log.write(f"{ctx.method}\n")
+    if ctx.method == os.environ.get("OFFERS_SLOW"):
+        await anyio.sleep(60)
     return await call_next(ctx)
 
 
