@@ -27,7 +27,7 @@ from typing import Any, TextIO
 import anyio
 import pydantic
 
-from .errors import CubepiError, SchemaError, ServerSkippedWarning, UserError
+from .errors import CubepiError, MCPError, SchemaError, ServerSkippedWarning, UserError
 from .mcp import HttpServer, MCPToolList, StdioServer, load_mcp_tools, load_mcp_tools_from_config
 from .mcp._config import OnError
 from .tools import AgentTool, AgentToolResult, ImageContent, TextContent, ToolUpdate
@@ -198,9 +198,47 @@ async def _tools(args: argparse.Namespace) -> int:
     async with tools:
         print(f"{len(tools)} tools from {origin}:\n")
         _print_tools(tools, sys.stdout)
+        servers: dict[str, MCPToolList] = getattr(tools, "servers", None) or {origin: tools}
+        for name, each in servers.items():
+            await _print_offers(each, name if len(servers) > 1 else None, sys.stdout)
         for failure in tools.failures.values():
             print(f"\nnot loaded: {failure}", file=sys.stderr)
     return 1 if tools.failures else 0
+
+
+async def _print_offers(tools: MCPToolList, name: str | None, out: TextIO) -> None:
+    """A server's resources, resource templates and prompts, where it offers any."""
+    whose = f" of {name}" if name else ""
+    found: dict[str, list[Any]] = {}
+    failures: list[MCPError] = []
+
+    async def ask(key: str, listing: Any) -> None:  # each a session of its own: asked at once
+        try:
+            found[key] = await listing()
+        except MCPError as exc:
+            failures.append(exc)
+
+    async with anyio.create_task_group() as group:
+        for key in ("list_resources", "list_resource_templates", "list_prompts"):
+            group.start_soon(ask, key, getattr(tools, key))
+    if failures:
+        print(f"\n(resources and prompts{whose} could not be listed: {failures[0]})", file=out)
+        return
+    resources, templates, prompts = (
+        found["list_resources"],
+        found["list_resource_templates"],
+        found["list_prompts"],
+    )
+    sections = [
+        ("resources", [f"{item.uri}  {item.name}" for item in resources]),
+        ("resource templates", [f"{item.uri_template}  {item.name}" for item in templates]),
+        ("prompts", [f"{item.name}({', '.join(a.name for a in item.arguments or ())})" for item in prompts]),
+    ]
+    for title, lines in sections:
+        if lines:
+            print(f"\n{len(lines)} {title}{whose}:\n", file=out)
+            for line in lines:
+                print(f"  {line}", file=out)
 
 
 async def _call(args: argparse.Namespace) -> int:

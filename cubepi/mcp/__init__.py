@@ -13,7 +13,8 @@ The map (docs/architecture.md has it in full): `_loader` lists a server once and
 whose `run` is `_tool.MCPRun` (the list's policies, applied in one place) over one runner per list
 (`_tool.Stateless`, or a connection's). A call opens a session (`_session.Opening`: the transport of
 `_stdio` or `_http`, the era of `_protocol`) and sends its request (`_session.call_tool`, bounded by
-`_limits.Deadline`). Sessions whose end matters are leased (`_keeper.Lease`), owned by the list's keeper
+`_limits.Deadline`). Resources, prompts and instructions (`_offers`) go the same way. Sessions whose
+end matters are leased (`_keeper.Lease`), owned by the list's keeper
 in each event loop (`_keeper.Keeper`); `_toollist.Shared` is what the calls of one list share.
 Who a call is for (`_context.call_context`: headers, auth, ``_meta``, values) is read where the call
 starts and handed to that call's own session; `_hidden` takes `hidden_arguments` out of the schema.
@@ -30,6 +31,7 @@ from ._connection import MCPConnection, ToolsChangedCallback
 from ._content import render_mcp_content
 from ._context import CallContext, call_context, current_call_context
 from ._loader import load_mcp_tools, load_mcp_tools_http, load_mcp_tools_stdio
+from ._offers import PromptMessage, instructions_prompt
 from ._output import output_model
 from ._servers import ENV_PASSTHROUGH, HttpServer, StdioServer
 from ._tool import make_mcp_agent_tool
@@ -43,12 +45,14 @@ __all__ = [
     "MCPError",
     "MCPTimeoutError",
     "MCPToolList",
+    "PromptMessage",
     "ServerSkippedWarning",
     "StdioServer",
     "ToolChanges",
     "ToolsChangedCallback",
     "call_context",
     "current_call_context",
+    "instructions_prompt",
     "load_mcp_tools",
     "load_mcp_tools_from_config",
     "load_mcp_tools_http",

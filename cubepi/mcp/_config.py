@@ -252,13 +252,13 @@ class _Skipped:
         self.failures[item.name] = failure
         warnings.warn(str(failure), ServerSkippedWarning, stacklevel=2)
 
-    async def retry(self) -> list[MCPToolList]:
+    async def retry(self) -> dict[str, MCPToolList]:
         """Load the failed servers again (concurrently); the lists of those that now load, in file order."""
         items = list(self.pending.values())
         loaded = await _load_each(items, self)
         for name in loaded:
             del self.pending[name], self.failures[name]
-        return [loaded[item.name] for item, _ in items if item.name in loaded]
+        return {item.name: loaded[item.name] for item, _ in items if item.name in loaded}
 
 
 async def _load_each(
@@ -288,11 +288,20 @@ class _ConfigToolList(MCPToolList):
     first loads the servers that failed to load (``on_error="skip"``), then refreshes each loaded one
     (concurrently) and merges what changed."""
 
-    def __init__(self, lists: Sequence[MCPToolList], skipped: _Skipped | None = None) -> None:
-        super().__init__(tool for tools in lists for tool in tools)
-        self._lists = tuple(lists)
+    def __init__(self, servers: Mapping[str, MCPToolList], skipped: _Skipped | None = None) -> None:
+        super().__init__(tool for tools in servers.values() for tool in tools)
+        self._servers = dict(servers)
         self._skipped = skipped
         self._closed = False
+
+    @property
+    def _lists(self) -> tuple[MCPToolList, ...]:
+        return tuple(self._servers.values())
+
+    @property
+    def servers(self) -> dict[str, MCPToolList]:
+        """Each loaded server's own list, by its name in the config (for its resources and prompts)."""
+        return dict(self._servers)
 
     @property
     def failures(self) -> Mapping[str, Exception]:
@@ -302,6 +311,20 @@ class _ConfigToolList(MCPToolList):
     def app_tools(self) -> list[AgentTool]:
         """Every server's app-only tools (`MCPToolList.app_tools`)."""
         return [tool for tools in self._lists for tool in tools.app_tools]
+
+    @property
+    def instructions(self) -> str | None:
+        """Each server's ``instructions``, headed by its name (None: no server sent any)."""
+        parts = [
+            f"## {name}\n{tools.instructions}" for name, tools in self._servers.items() if tools.instructions
+        ]
+        return "\n\n".join(parts) or None
+
+    def _server_offers(self) -> Any:
+        raise UserError(
+            "this list holds the tools of several servers; ask one: tools.servers[name].list_resources() "
+            f"(servers: {', '.join(self._servers)})"
+        )
 
     async def _refreshed(self, force: bool) -> tuple[ToolChanges, ToolListEdit]:
         if self._closed:
@@ -318,13 +341,13 @@ class _ConfigToolList(MCPToolList):
         if self._skipped is None or not self._skipped.pending:
             return []
         joined: list[AgentTool] = []
-        for tools in await self._skipped.retry():
+        for name, tools in (await self._skipped.retry()).items():
             try:
                 ensure_unique_names([*self, *tools])
             except UserError:
                 await tools.aclose()
                 raise
-            self._lists = (*self._lists, tools)
+            self._servers[name] = tools
             self.extend(tools)
             joined.extend(tools)
         return joined
@@ -402,7 +425,7 @@ async def load_mcp_tools_from_config(
         skipped = _Skipped()
         loaded_lists = await _load_each([(item, merged[item.name]) for item in configured], skipped)
         skipping = _ConfigToolList(
-            [loaded_lists[item.name] for item in configured if item.name in loaded_lists], skipped
+            {item.name: loaded_lists[item.name] for item in configured if item.name in loaded_lists}, skipped
         )
         try:
             ensure_unique_names(skipping)
@@ -429,7 +452,7 @@ async def load_mcp_tools_from_config(
         if failure is not None:
             name, exc = failure
             raise _naming(name, exc, merged_servers[name]) from exc
-        result = _ConfigToolList([loaded[item.name] for item in configured])
+        result = _ConfigToolList({item.name: loaded[item.name] for item in configured})
         ensure_unique_names(result)
     except BaseException:
         await _close_all(list(loaded.values()))

@@ -36,6 +36,7 @@ from ._follow import Follower, ToolsChangedCallback
 from ._input import with_defaults
 from ._keeper import Lease
 from ._limits import DEFAULT_TIMEOUT, SAME_AS_TIMEOUT, Timeouts
+from ._offers import PromptMessage, ServerOffers
 from ._protocol import Learned
 from ._sdk import ensure_sdk
 from ._session import Opening, Session
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from mcp.client.session import ElicitationFnT, ListRootsFnT, LoggingFnT, MessageHandlerFnT, SamplingFnT
     from mcp.types import LoggingLevel
 
+    from ..tools import Content
     from ._loader import Lister
     from ._servers import Server
 
@@ -299,6 +301,31 @@ class MCPConnection:
             attempt.note = hint
             _errors.reraise(await attempt.error(exc, self.describe()))
 
+    # -- what the server offers besides tools (docs/resources-prompts-instructions.md) ---------------------
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's ``instructions`` (None: it sent none, or the connection has not opened)."""
+        return self._offers().instructions
+
+    async def list_resources(self) -> list[mcp_types.Resource]:
+        return await self._offers().list_resources()
+
+    async def list_resource_templates(self) -> list[mcp_types.ResourceTemplate]:
+        return await self._offers().list_resource_templates()
+
+    async def read_resource(self, uri: str) -> list[Content]:
+        return await self._offers().read_resource(uri)
+
+    async def list_prompts(self) -> list[mcp_types.Prompt]:
+        return await self._offers().list_prompts()
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> list[PromptMessage]:
+        return await self._offers().get_prompt(name, arguments)
+
+    def _offers(self) -> ServerOffers:
+        return ServerOffers(self.runner(self.timeouts, None))
+
     def runner(self, timeouts: Timeouts, max_concurrency: int | None) -> ConnectionRunner:
         """The runner of a list loaded from this connection, with the list's own timeouts."""
         return ConnectionRunner(self, timeouts, max_concurrency)
@@ -336,6 +363,11 @@ class ConnectionRunner(Runner):
 
     def remember(self, definitions: Mapping[str, mcp_types.Tool]) -> None:
         self.definitions = dict(definitions)
+
+    def instructions(self) -> str | None:
+        learned = getattr(self.connection, "_learned", None)
+        protocol = learned.protocol if learned is not None else None
+        return protocol.instructions if protocol is not None else None
 
     def limiter(self) -> anyio.CapacityLimiter | None:
         if self.max_concurrency is not None and self._limiter is None:

@@ -25,6 +25,7 @@ from ._limits import (
     check_response_bytes,
 )
 from ._logs import server_logs
+from ._offers import ServerOffers, offer_tools
 from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
 from ._protocol import ProtocolSetting, needs_definition
 from ._requests import server_requests
@@ -63,6 +64,8 @@ async def load_mcp_tools(
     list_roots_callback: ListRootsFnT | None = None,
     log_level: LoggingLevel | None = None,
     tasks: bool = True,
+    resources: bool = False,
+    prompts: bool = False,
 ) -> MCPToolList:
     """Connect to `server`, list its tools (following pagination), disconnect; one `AgentTool` per tool.
 
@@ -123,9 +126,14 @@ async def load_mcp_tools(
     (``io.modelcontextprotocol/tasks``), every call consents to run as a task; `execute` then waits for
     the task (polling it, answering its input, cancelling it when the call ends early) and returns its
     result (see docs/long-running-calls.md). False: calls never consent.
+
+    ``resources=True`` adds tools for the model to read the server's resources (``read_resource``,
+    ``list_resources``, one typed tool per resource template) and ``prompts=True`` to get its prompts
+    (``list_prompts``, ``get_prompt``); see docs/resources-prompts-instructions.md.
     """
-    if not isinstance(tasks, bool):
-        raise UserError(f"tasks must be True or False, got {tasks!r}")
+    for option, value in (("tasks", tasks), ("resources", resources), ("prompts", prompts)):
+        if not isinstance(value, bool):
+            raise UserError(f"{option} must be True or False, got {value!r}")
     if not isinstance(prespawn, bool):
         raise UserError(f"prespawn must be True or False, got {prespawn!r}")
     policies = Policies.create(
@@ -154,7 +162,7 @@ async def load_mcp_tools(
             raise UserError("a connection's max_response_bytes goes to its server config")
         # On a connection, calls multiplex over one session: only an explicit max_concurrency limits them.
         limit = None if max_concurrency is DEFAULT_MAX_CONCURRENCY else policies.max_concurrency
-        return await server.load(Lister(server.runner(timeouts, limit), policies))
+        return await server.load(Lister(server.runner(timeouts, limit), policies, resources, prompts))
     if not isinstance(server, (StdioServer, HttpServer)):
         raise UserError(
             "load_mcp_tools takes a StdioServer or an HttpServer (or a connection from server.connect()), "
@@ -183,7 +191,7 @@ async def load_mcp_tools(
         prespawn=prespawn,
         max_concurrency=policies.max_concurrency,
     )
-    lister = Lister(runner, policies)
+    lister = Lister(runner, policies, resources, prompts)
     try:
         listing = await lister.list(strict=True)
         if prespawn:  # the first spare starts once the tools are listed: loading takes the server's time only
@@ -201,14 +209,29 @@ class Lister:
 
     runner: Runner
     policies: Policies
+    resources: bool = False
+    prompts: bool = False
 
     async def list(self, *, strict: bool) -> Listing:
         """The server's tools now. `strict` (at load): `include` / `exclude` / `retries` may name only
-        tools the server offers; later a tool the server dropped is no longer an error."""
+        tools the server offers; later a tool the server dropped is no longer an error. At load, the
+        tools of ``resources=True`` / ``prompts=True`` are added (`_offers`)."""
         started = time.monotonic()
         listed, ttl = await self.runner.request(list_tools)
         self.runner.remember({tool.name: tool for tool in listed if needs_definition(tool)})
-        return self.build(listed, strict=strict, fresh_until=_fresh_until(ttl, started))
+        listing = self.build(listed, strict=strict, fresh_until=_fresh_until(ttl, started))
+        listing.offers = ServerOffers(self.runner)
+        if strict and (self.resources or self.prompts):
+            templates = await listing.offers.list_resource_templates() if self.resources else []
+            listing.tools += offer_tools(
+                self.runner,
+                self.policies,
+                resources=self.resources,
+                prompts=self.prompts,
+                templates=templates,
+                taken=[tool.name for tool in listing.tools],
+            )
+        return listing
 
     def build(
         self, listed: Iterable[Any], *, strict: bool = True, fresh_until: float | None = None
@@ -266,6 +289,8 @@ async def load_mcp_tools_stdio(
     list_roots_callback: ListRootsFnT | None = None,
     log_level: LoggingLevel | None = None,
     tasks: bool = True,
+    resources: bool = False,
+    prompts: bool = False,
 ) -> MCPToolList:
     """Load the tools of a stdio MCP server started as ``command args...``.
 
@@ -307,6 +332,8 @@ async def load_mcp_tools_stdio(
         list_roots_callback=list_roots_callback,
         log_level=log_level,
         tasks=tasks,
+        resources=resources,
+        prompts=prompts,
     )
 
 
@@ -335,6 +362,8 @@ async def load_mcp_tools_http(
     list_roots_callback: ListRootsFnT | None = None,
     log_level: LoggingLevel | None = None,
     tasks: bool = True,
+    resources: bool = False,
+    prompts: bool = False,
 ) -> MCPToolList:
     """Load the tools of an MCP server over HTTP: ``"streamable-http"``, ``"sse"`` or ``"auto"``.
 
@@ -369,4 +398,6 @@ async def load_mcp_tools_http(
         list_roots_callback=list_roots_callback,
         log_level=log_level,
         tasks=tasks,
+        resources=resources,
+        prompts=prompts,
     )

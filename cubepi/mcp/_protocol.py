@@ -50,10 +50,12 @@ def check_protocol(value: object) -> None:
 
 @dataclass(frozen=True)
 class Protocol:
-    """The protocol a server speaks: a 2026-07-28 discover result, or a handshake-era version."""
+    """The protocol a server speaks: a 2026-07-28 discover result, or a handshake-era version; and the
+    server's ``instructions`` (of its discover or initialize result; None: it sent none)."""
 
     version: str
     discover: mcp_types.DiscoverResult | None = None
+    instructions: str | None = field(default=None, compare=False)
 
     @property
     def stateless(self) -> bool:
@@ -108,7 +110,7 @@ async def start(
     """Make `client` ready as `setting` and what is `known` say; returns the protocol it speaks."""
     if setting == "legacy" or (setting == "auto" and known is not None and not known.stateless):
         result = await client.initialize()
-        return Protocol(result.protocol_version)
+        return Protocol(result.protocol_version, instructions=result.instructions)
     if setting != "auto":
         attempt.forced_revision = setting
         discover = known.discover if known is not None else None
@@ -123,12 +125,12 @@ async def start(
                 cache_scope="public",
             )
         client.adopt(discover)
-        return Protocol(setting, discover)
+        return Protocol(setting, discover, discover.instructions)
     if known is not None:
         client.adopt(known.discover)  # type: ignore[arg-type]
         return known
     await negotiate(client, attempt)
-    return Protocol(client.protocol_version or "", client.discover_result)
+    return Protocol(client.protocol_version or "", client.discover_result, client.instructions)
 
 
 async def negotiate(client: ClientSession, attempt: Attempt) -> None:

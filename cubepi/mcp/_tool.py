@@ -76,6 +76,10 @@ class Runner:
     def describe(self) -> str:
         raise NotImplementedError
 
+    def instructions(self) -> str | None:
+        """The server's ``instructions``, as the load found them (None: none sent, or not known)."""
+        return None
+
 
 class Stateless(Runner):
     """The runner of a loaded list: every call gets a session no earlier call used (see the module
@@ -107,6 +111,10 @@ class Stateless(Runner):
 
     def describe(self) -> str:
         return self.server.describe()
+
+    def instructions(self) -> str | None:
+        protocol = self.learned.protocol
+        return protocol.instructions if protocol is not None else None
 
     # -- what the runner knows -------------------------------------------------------------------------------
 

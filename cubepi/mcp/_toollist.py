@@ -41,6 +41,10 @@ from . import _errors
 from ._keeper import Keeper, Lease
 
 if TYPE_CHECKING:
+    from mcp import types as mcp_types
+
+    from ..tools import Content
+    from ._offers import PromptMessage, ServerOffers
     from ._servers import StdioServer
     from ._session import Session
     from ._tasks import TaskWatch
@@ -85,6 +89,7 @@ class Listing:
     definitions: dict[str, Mapping[str, Any]]
     fresh_until: float | None = None
     app_tools: list[AgentTool] = field(default_factory=list)
+    offers: ServerOffers | None = None  # what the server offers besides tools (`_offers`)
 
 
 def app_only(spec: Mapping[str, Any]) -> bool:
@@ -132,6 +137,7 @@ class MCPToolList(list[AgentTool]):
         self._own: dict[str, AgentTool] = {}  # the tools this list built, by name
         self._fresh_until: float | None = None
         self._app_tools: list[AgentTool] = []
+        self._offers: ServerOffers | None = None
 
     @property
     def app_tools(self) -> list[AgentTool]:
@@ -193,12 +199,48 @@ class MCPToolList(list[AgentTool]):
         self._definitions = dict(listing.definitions)
         self._fresh_until = listing.fresh_until
         self._app_tools = list(listing.app_tools)
+        self._offers = listing.offers or self._offers
 
     @property
     def failures(self) -> Mapping[str, Exception]:
         """The servers that failed to load, by name, and why (``on_error="skip"`` of a config; empty
         otherwise). `refresh()` tries them again."""
         return MappingProxyType({})
+
+    # -- what the server offers besides tools (docs/resources-prompts-instructions.md) --------------------
+
+    def _server_offers(self) -> ServerOffers:
+        if self._offers is None:
+            raise UserError("this list was not loaded from an MCP server; it has no resources or prompts")
+        if self._shared is not None:
+            self._shared.check_open()
+        return self._offers
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's ``instructions`` (None: it sent none). Untrusted text, written by the server."""
+        return self._offers.instructions if self._offers is not None else None
+
+    async def list_resources(self) -> list[mcp_types.Resource]:
+        """The server's resources (every page), each a fresh session or one request, like a call."""
+        return await self._server_offers().list_resources()
+
+    async def list_resource_templates(self) -> list[mcp_types.ResourceTemplate]:
+        """The server's resource templates (every page)."""
+        return await self._server_offers().list_resource_templates()
+
+    async def read_resource(self, uri: str) -> list[Content]:
+        """A resource's contents as content blocks: text, images as `ImageContent`, other binaries as
+        size-stamped text; bounded like a call (`timeout`, `max_duration`, `max_response_bytes`)."""
+        return await self._server_offers().read_resource(uri)
+
+    async def list_prompts(self) -> list[mcp_types.Prompt]:
+        """The server's prompts (every page)."""
+        return await self._server_offers().list_prompts()
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> list[PromptMessage]:
+        """A prompt's messages, each with its role and content blocks."""
+        return await self._server_offers().get_prompt(name, arguments)
 
     @property
     def closed(self) -> bool:
