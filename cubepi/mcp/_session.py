@@ -22,6 +22,7 @@ import anyio
 from ..errors import MCPError
 from ..tools import UpdateCallback
 from . import _errors, _http
+from ._coretasks import runs_as_core_task
 from ._errors import Attempt
 from ._http import HTTP_CLOSE_GRACE, HttpKind, open_http, recording, resolve_headers
 from ._input import missing_input_hint
@@ -396,6 +397,8 @@ async def call_tool(
     with deadline.scope as scope, recording(attempt, session.headers, session.auth):
         relay = progress_relay(scope, idle, hard, on_update)
         try:
+            if tasks is not None and runs_as_core_task(definition, session.protocol):
+                return await _core_task(session, name, arguments, deadline, relay, on_update, hard)
             if deadline.watching:
                 first = await deadline.run(functools.partial(send, None, None))
             else:
@@ -430,6 +433,26 @@ async def call_tool(
     raise timeout_error(timeouts, session.server, "call", timeouts.call, tool_name=name)
 
 
+async def _core_task(
+    session: Session,
+    name: str,
+    arguments: Mapping[str, Any],
+    deadline: Deadline,
+    relay: Any,
+    on_update: UpdateCallback | None,
+    hard: float,
+) -> mcp_types.CallToolResult:
+    """A tool a handshake-era server runs only as a task (`_coretasks`): the task's result."""
+    from ._coretasks import CoreDriver, call_as_task
+
+    assert session.tasks is not None
+    send = functools.partial(call_as_task, session.client, name, arguments, relay)
+    created = await (deadline.run(send) if deadline.watching else send())
+    if not hasattr(created, "task"):
+        return created
+    return await session.tasks.finish(session, created, on_update, deadline.scope, hard, CoreDriver)
+
+
 def _learn(client: ClientSession, definition: mcp_types.Tool) -> None:
     """Hand a session that never listed the tools the definition of the one it calls, so that its
     ``x-mcp-header`` parameters go out as ``Mcp-Param-*`` headers: the call stays one request. (The SDK
@@ -457,11 +480,10 @@ def _task_hint(tool: mcp_types.Tool | None, protocol: Protocol) -> str | None:
     required = getattr(getattr(tool, "execution", None), "task_support", None) == "required"
     if not required or protocol.stateless:
         return None
-    from ._protocol import TASKS_EXTENSION
-
     return (
-        "the server runs this tool only as a task, in the 2025-11-25 protocol's core tasks, which cubepi "
-        f"does not drive; cubepi runs long calls as tasks on 2026-07-28 servers offering {TASKS_EXTENSION}"
+        "the server runs this tool only as a task (the 2025-11-25 protocol's core tasks); cubepi drives "
+        "tasks for the tools of a list loaded with tasks=True (the default), not with tasks=False, from a "
+        "connection or made with make_mcp_agent_tool"
     )
 
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from ._session import Session
 
-__all__ = ["CANCEL_LIMIT", "POLL_CAP", "POLL_DEFAULT", "POLL_FLOOR", "TaskWatch", "poll_delay"]
+__all__ = ["CANCEL_LIMIT", "POLL_CAP", "POLL_DEFAULT", "POLL_FLOOR", "Driver", "TaskWatch", "poll_delay"]
 
 # Polling honours the server's pollIntervalMs within these bounds (seconds); POLL_DEFAULT when it sends none.
 POLL_FLOOR = 0.05
@@ -153,8 +153,10 @@ class TaskWatch:
         on_update: UpdateCallback | None,
         call: anyio.CancelScope,
         hard: float,
+        driver_type: type[Driver] | None = None,
     ) -> mcp_types.CallToolResult:
-        """The final result of the task `created` (the answer to the call `session` just sent).
+        """The final result of the task `created` (the answer to the call `session` just sent), driven by
+        `driver_type` (the extension's `Driver` unless told: `_coretasks` gives the 2025-11-25 one).
 
         `call` is the call's cancel scope: from here the whole task is bounded by `hard` (`max_duration`),
         each request by the call `timeout`. When the call ends before the task does (the caller cancels,
@@ -162,7 +164,7 @@ class TaskWatch:
         """
         if not call.cancel_called:
             call.deadline = hard
-        driver = _Driver(self, session, created.task_id, on_update)
+        driver = (driver_type or Driver)(self, session, created, on_update)
         scope = anyio.CancelScope()
         self._waiting.add(scope)
         try:
@@ -171,7 +173,7 @@ class TaskWatch:
             tool = session.attempt.tool_name
             raise MCPError(
                 f"calling tool {tool!r} on {self.server} stopped: the tool list was closed while the call "
-                f"waited on task {created.task_id!r} (cancelled on the server)",
+                f"waited on task {driver.task_id!r} (cancelled on the server)",
                 tool_name=tool,
                 server=self.server,
             )
@@ -202,18 +204,23 @@ def poll_delay(poll_interval_ms: int | None) -> float:
     return min(max(poll_interval_ms / 1000, POLL_FLOOR), POLL_CAP)
 
 
-class _Driver:
+class Driver:
     """Drives one task to its end: its requests go out on the call's session (stdio) or fresh ones (HTTP)."""
 
     def __init__(
-        self, watch: TaskWatch, session: Session, task_id: str, on_update: UpdateCallback | None
+        self, watch: TaskWatch, session: Session, created: Any, on_update: UpdateCallback | None
     ) -> None:
         self.watch = watch
         self.session = session
-        self.task_id = task_id
+        self.task_id: str = self.created_id(created)
         self.on_update = on_update
         self.ended = False
         self._status: tuple[str, str | None] | None = None
+
+    @staticmethod
+    def created_id(created: Any) -> str:
+        """The id of the task the call's answer `created` names."""
+        return created.task_id  # type: ignore[no-any-return]
 
     async def run(self, created: Any) -> mcp_types.CallToolResult:
         from mcp import types

@@ -365,3 +365,35 @@ async def test_sse_message_prefix_an_event_that_does_not_parse() -> None:
     code, prefix = SDK_PREFIXES["sse_message"]
     assert exc.code == code and exc.message.startswith(prefix)
     assert is_transport_error(exc)
+
+
+async def test_private_send_raw_sends_a_task_call_and_returns_the_task_unchecked() -> None:
+    """`_coretasks._send_raw`: ``ClientSession._stamp`` and ``_dispatcher.send_raw_request`` send a
+    ``tools/call`` with ``task`` (with the session's headers) and hand back the ``CreateTaskResult`` that
+    ``send_request`` refuses as a 2025-11-25 ``CallToolResult``."""
+    from pydantic import ValidationError
+
+    from cubepi.mcp._coretasks import call_as_task
+
+    task = {"taskId": "t1", "status": "working", "createdAt": "now", "lastUpdatedAt": "now", "ttl": None}
+
+    def reply(handler: Endpoint, message: dict[str, Any]) -> None:
+        if message["method"] == "initialize":
+            handshake(handler, message)
+        else:
+            handler.result(message, {"task": task})
+
+    assert list(inspect.signature(ClientSession.send_request).parameters)[:2] == ["self", "request"]
+    with endpoint(reply) as (url, seen), anyio.fail_after(LIMIT):
+        async with http_session(url) as session:
+            await session.initialize()
+            assert callable(session._stamp) and callable(session._dispatcher.send_raw_request)
+            created = await call_as_task(session, "research", {"topic": "tides"}, None)
+            params = types.CallToolRequestParams(name="research", task=types.TaskMetadata())
+            with pytest.raises(ValidationError):  # why the private path: the public one refuses a task
+                await session.send_request(types.CallToolRequest(params=params), types.CallToolResult)
+    assert isinstance(created, types.CreateTaskResult) and created.task.task_id == "t1"
+    (message, headers) = seen[-2]
+    assert message["params"] == {"name": "research", "arguments": {"topic": "tides"}, "task": {}}
+    assert headers.get("mcp-protocol-version") == session.protocol_version
+    assert headers.get("mcp-session-id") == "session-1"

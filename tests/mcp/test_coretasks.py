@@ -1,0 +1,167 @@
+"""Task-only tools on handshake-era servers (2025-11-25 core tasks): server-everything's
+``simulate-research-query`` and tests/servers/coretasks.py, over stdio and Streamable HTTP."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import EVERYTHING, PYTHON, SERVERS, RunningServer, StartServer
+
+from cubepi.errors import MCPError, MCPTimeoutError
+from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
+from cubepi.tools import ToolUpdate
+
+CORE = SERVERS / "coretasks.py"
+WAIT = 30.0
+
+
+class Updates:
+    """The messages a call reports, with an event for the one a test waits for."""
+
+    def __init__(self) -> None:
+        self.messages: list[str | None] = []
+        self._waiting: dict[str, anyio.Event] = {}
+
+    def __call__(self, update: ToolUpdate) -> None:
+        self.messages.append(update.message)
+        event = self._waiting.get(update.message or "")
+        if event is not None:
+            event.set()
+
+    async def wait_for(self, message: str) -> None:
+        if message not in self.messages:
+            event = self._waiting.setdefault(message, anyio.Event())
+            with anyio.fail_after(WAIT):
+                await event.wait()
+
+
+@pytest.fixture(scope="module")
+def gates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("coregates")
+
+
+@pytest.fixture(scope="module")
+def core_http(http_server_factory: StartServer, gates: Path) -> RunningServer:
+    env = {"GATES": str(gates), "CANCELLED": str(gates / "cancelled.log")}
+    return http_server_factory([PYTHON, str(CORE), "http"], "/mcp", env=env)
+
+
+@pytest.fixture(params=["stdio", "http"])
+def server(request: pytest.FixtureRequest, gates: Path) -> StdioServer | HttpServer:
+    env = {"GATES": str(gates), "CANCELLED": str(gates / "cancelled.log")}
+    if request.param == "stdio":
+        return StdioServer(PYTHON, [str(CORE)], env=env, protocol="legacy")
+    running: RunningServer = request.getfixturevalue("core_http")
+    return HttpServer(running.url, protocol="legacy")
+
+
+async def cancelled(gates: Path, gate: str) -> None:
+    """Until the server has recorded a ``tasks/cancel`` for the task waiting on `gate`."""
+    log = anyio.Path(gates / "cancelled.log")
+    with anyio.fail_after(WAIT):
+        while not (await log.exists() and gate in (await log.read_text()).split()):  # noqa: ASYNC110
+            await anyio.sleep(0.05)  # the server process writes the file: polled, bounded
+
+
+async def test_a_task_only_tool_runs_to_its_result_with_its_status(
+    server: StdioServer | HttpServer, gates: Path, request: pytest.FixtureRequest
+) -> None:
+    gate = f"research-{request.node.callspec.id}"
+    updates = Updates()
+    outcome: list[Any] = []
+    async with await load_mcp_tools(server, include=["research"], timeout=WAIT) as tools:
+
+        async def call() -> None:
+            outcome.append(await tools[0].execute({"topic": "tides", "gate": gate}, on_update=updates))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            await updates.wait_for("step 1")
+            (gates / f"{gate}.1").touch()
+            await updates.wait_for("step 2")
+            (gates / f"{gate}.2").touch()
+    assert not outcome[0].is_error and outcome[0].text == "report on tides"
+    assert [m for m in updates.messages if m and m.startswith("step")] == ["step 1", "step 2"]
+
+
+async def test_a_failed_task_is_an_error_result_the_model_can_read(server: StdioServer | HttpServer) -> None:
+    async with await load_mcp_tools(server, timeout=WAIT) as tools:
+        by_name = {tool.name: tool for tool in tools}
+        broken = await by_name["broken"].execute({"text": "disk"})
+        refused = await by_name["refused"].execute({"text": "that"})
+        stopped = await by_name["stopped"].execute({"text": "by operator"})
+    assert broken.is_error and broken.text.endswith("failed: broke: disk"), broken.text
+    assert refused.is_error and refused.text.endswith("refused that"), refused.text
+    assert stopped.is_error and stopped.text.endswith("was cancelled: stopped: by operator"), stopped.text
+
+
+async def test_a_caller_that_cancels_sends_tasks_cancel(
+    server: StdioServer | HttpServer, gates: Path
+) -> None:
+    gate = f"abandoned-{server.kind}"
+    updates = Updates()
+    tools = await load_mcp_tools(server, include=["research"], timeout=WAIT)
+    async with tools, anyio.create_task_group() as group:
+        group.start_soon(functools.partial(tools[0].execute, {"topic": "x", "gate": gate}, on_update=updates))
+        await updates.wait_for("step 1")
+        group.cancel_scope.cancel()
+    await cancelled(gates, gate)
+
+
+async def test_max_duration_bounds_the_task_and_cancels_it(core_http: RunningServer, gates: Path) -> None:
+    server = HttpServer(core_http.url, protocol="legacy")
+    async with await load_mcp_tools(server, include=["research"], max_duration=1.0) as tools:
+        with pytest.raises(MCPTimeoutError, match="max_duration"):
+            await tools[0].execute({"topic": "x", "gate": "bounded"})
+    await cancelled(gates, "bounded")
+
+
+async def test_a_closing_list_cancels_the_task_it_waits_on(core_http: RunningServer, gates: Path) -> None:
+    updates = Updates()
+    failures: list[BaseException] = []
+    tools = await load_mcp_tools(HttpServer(core_http.url, protocol="legacy"), include=["research"])
+
+    async def call() -> None:
+        try:
+            await tools[0].execute({"topic": "x", "gate": "closed"}, on_update=updates)
+        except MCPError as exc:
+            failures.append(exc)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(call)
+        await updates.wait_for("step 1")
+        await tools.aclose()
+    assert len(failures) == 1 and "tool list was closed" in str(failures[0])
+    await cancelled(gates, "closed")
+
+
+async def test_a_list_that_refuses_tasks_says_so(core_http: RunningServer) -> None:
+    server = HttpServer(core_http.url, protocol="legacy")
+    async with await load_mcp_tools(server, include=["broken"], tasks=False) as tools:
+        result = await tools[0].execute({"text": "x"})
+    assert result.is_error and "runs only as a task" in result.text and "tasks=False" in result.text
+
+
+@pytest.fixture(params=["stdio", "streamable-http"])
+def everything(request: pytest.FixtureRequest) -> StdioServer | HttpServer:
+    if request.param == "stdio":
+        if not EVERYTHING.exists():
+            pytest.skip("test servers not installed: npm ci --prefix tests")
+        return StdioServer(str(EVERYTHING), ["stdio"])
+    running: RunningServer = request.getfixturevalue("everything_http")
+    return HttpServer(running.url, transport="auto")
+
+
+async def test_server_everything_s_research_query_runs_to_its_report(
+    everything: StdioServer | HttpServer,
+) -> None:
+    updates = Updates()
+    async with await load_mcp_tools(everything, include=["simulate-research-query"], timeout=WAIT) as tools:
+        result = await tools[0].execute({"topic": "tides"}, on_update=updates)
+    assert not result.is_error, result.text
+    assert result.text.startswith("# Research Report: tides")
+    assert "Gathering sources..." in updates.messages
