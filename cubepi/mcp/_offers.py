@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, Field
 
-from ..errors import MCPError, UserError
+from ..errors import UserError
 from ..schema import to_arguments
 from ..tools import AgentTool, AgentToolResult, Content, UpdateCallback
 from ._content import render_mcp_content
 from ._http import recording
 from ._limits import Deadline, timeout_error
+from ._session import list_pages
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
@@ -69,43 +70,13 @@ class PromptMessage:
 # -- a session's requests ------------------------------------------------------------------------------------
 
 
-async def list_pages(session: Session, method: str, field: str) -> list[Any]:
-    """Every item of a paginated listing (``resources/list``, ``resources/templates/list``,
-    ``prompts/list``), following ``nextCursor`` to the end within the list timeout; a repeated cursor is
-    an error. A server that does not declare the capability is not asked: it offers nothing."""
-    from mcp import types
-
+async def list_offers(session: Session, method: str, field: str) -> list[Any]:
+    """Every item of ``resources/list``, ``resources/templates/list`` or ``prompts/list`` (every page). A
+    server that does not declare the capability is not asked: it offers nothing."""
     capabilities = session.client.server_capabilities
     if capabilities is not None and getattr(capabilities, _CAPABILITY[method]) is None:
         return []
-    timeouts, server = session.timeouts, session.server
-    items: list[Any] = []
-    seen: set[str] = set()
-    cursor: str | None = None
-    session.attempt.phase = "list"
-    limit = timeouts.list
-    deadline = Deadline(session, math.inf if limit is None else limit, math.inf)
-    with deadline.scope, recording(session.attempt, session.headers):
-        while True:
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-            request = functools.partial(getattr(session.client, method), params=params)
-            page = await (deadline.run(request) if deadline.watching else request())
-            items.extend(getattr(page, field))
-            cursor = page.next_cursor
-            if not cursor:
-                return items
-            if cursor in seen:
-                raise MCPError(
-                    f"{method} of {server} failed: the server repeated the pagination cursor "
-                    f"{cursor[:40]!r} after {len(items)} items",
-                    server=server,
-                )
-            seen.add(cursor)
-    missed = deadline.missed_start()
-    if missed is not None:
-        raise timeout_error(timeouts, server, "startup", missed)
-    assert limit is not None
-    raise timeout_error(timeouts, server, "list", limit)
+    return await list_pages(session, method, field)
 
 
 async def read_resource(session: Session, uri: str) -> mcp_types.ReadResourceResult:
@@ -127,7 +98,7 @@ async def _bounded(session: Session, request: Callable[[], Any], what: str) -> A
     idle = math.inf if timeouts.call is None else timeouts.call
     hard = math.inf if timeouts.max_duration is None else anyio.current_time() + timeouts.max_duration
     deadline = Deadline(session, idle, hard)
-    with deadline.scope as scope, recording(session.attempt, session.headers):
+    with deadline.scope as scope, recording(session.attempt, session.headers, session.auth):
         return await (deadline.run(request) if deadline.watching else request())
     missed = deadline.missed_start()
     if scope.deadline >= hard and not deadline.start_failed:
@@ -228,13 +199,13 @@ class ServerOffers:
         return self.runner.instructions()
 
     async def list_resources(self) -> list[mcp_types.Resource]:
-        return await self.runner.request(list_pages, "list_resources", "resources")  # type: ignore[no-any-return]
+        return await self.runner.request(list_offers, "list_resources", "resources")  # type: ignore[no-any-return]
 
     async def list_resource_templates(self) -> list[mcp_types.ResourceTemplate]:
-        return await self.runner.request(list_pages, "list_resource_templates", "resource_templates")  # type: ignore[no-any-return]
+        return await self.runner.request(list_offers, "list_resource_templates", "resource_templates")  # type: ignore[no-any-return]
 
     async def list_prompts(self) -> list[mcp_types.Prompt]:
-        return await self.runner.request(list_pages, "list_prompts", "prompts")  # type: ignore[no-any-return]
+        return await self.runner.request(list_offers, "list_prompts", "prompts")  # type: ignore[no-any-return]
 
     async def read_resource(self, uri: str) -> list[Content]:
         if not isinstance(uri, str) or not uri:
@@ -323,10 +294,10 @@ class OfferRun:
         arguments = to_arguments(params)
         request = self.runner.request
         if self.kind == "list_resources":
-            items = await request(list_pages, "list_resources", "resources", tool_name=self.kind)
+            items = await request(list_offers, "list_resources", "resources", tool_name=self.kind)
             raw = _listing(items, _resource_line, "(no resources listed)")
         elif self.kind == "list_prompts":
-            items = await request(list_pages, "list_prompts", "prompts", tool_name=self.kind)
+            items = await request(list_offers, "list_prompts", "prompts", tool_name=self.kind)
             raw = _listing(items, _prompt_line, "(no prompts)")
         elif self.kind == "get_prompt":
             name = arguments["name"]

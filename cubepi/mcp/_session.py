@@ -281,14 +281,30 @@ class Opening:
 
 
 async def list_tools(session: Session) -> tuple[list[mcp_types.Tool], int | None]:
-    """Every tool the server lists, following ``nextCursor`` to the end (a repeated cursor is an error),
-    and the shortest ``ttlMs`` of its pages (2026-07-28; None: none given). A tool without a name, or
-    with the name of an earlier one, is skipped with a warning."""
+    """Every tool the server lists (`list_pages`), and the shortest ``ttlMs`` of its pages (2026-07-28;
+    None: none given). A tool without a name, or with the name of an earlier one, is skipped with a
+    warning."""
+    ttl: int | None = None
+
+    def keep_ttl(page: mcp_types.ListToolsResult) -> None:
+        nonlocal ttl
+        if session.protocol.stateless:
+            given = page.ttl_ms if "ttl_ms" in page.model_fields_set else 0
+            ttl = given if ttl is None else min(ttl, given)
+
+    tools = await list_pages(session, "list_tools", "tools", on_page=keep_ttl)
+    return _usable(tools, session.server), ttl
+
+
+async def list_pages(
+    session: Session, method: str, field: str, *, on_page: Callable[[Any], None] | None = None
+) -> list[Any]:
+    """Every item of a paginated listing (the client's `method`, the pages' `field`), following
+    ``nextCursor`` to the end within the list timeout; a repeated cursor is an error."""
     from mcp import types
 
     timeouts, server = session.timeouts, session.server
-    ttl: int | None = None
-    tools: list[types.Tool] = []
+    items: list[Any] = []
     seen: set[str] = set()
     cursor: str | None = None
     session.attempt.phase = "list"
@@ -297,19 +313,19 @@ async def list_tools(session: Session) -> tuple[list[mcp_types.Tool], int | None
     with deadline.scope, recording(session.attempt, session.headers, session.auth):
         while True:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-            request = functools.partial(session.client.list_tools, params=params)
+            request = functools.partial(getattr(session.client, method), params=params)
             page = await (deadline.run(request) if deadline.watching else request())
-            tools.extend(page.tools)
-            if session.protocol.stateless:
-                given = page.ttl_ms if "ttl_ms" in page.model_fields_set else 0
-                ttl = given if ttl is None else min(ttl, given)
+            items.extend(getattr(page, field))
+            if on_page is not None:
+                on_page(page)
             cursor = page.next_cursor
             if not cursor:
-                return _usable(tools, server), ttl
+                return items
             if cursor in seen:
+                noun = field.replace("_", " ")
                 raise MCPError(
-                    f"listing the tools of {server} failed: the server repeated the pagination cursor "
-                    f"{cursor[:40]!r} after {len(tools)} tools",
+                    f"listing the {noun} of {server} failed: the server repeated the pagination cursor "
+                    f"{cursor[:40]!r} after {len(items)} {noun}",
                     server=server,
                 )
             seen.add(cursor)
