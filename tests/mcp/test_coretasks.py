@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import pytest
 from conftest import EVERYTHING, PYTHON, SERVERS, RunningServer, StartServer
+from mcp import types
 
 from cubepi.errors import MCPError, MCPTimeoutError
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
@@ -86,17 +87,41 @@ async def test_a_task_only_tool_runs_to_its_result_with_its_status(
             (gates / f"{gate}.2").touch()
     assert not outcome[0].is_error and outcome[0].text == "report on tides"
     assert [m for m in updates.messages if m and m.startswith("step")] == ["step 1", "step 2"]
+    log = gates / "cancelled.log"
+    assert not log.exists() or gate not in log.read_text().split()  # it ended: nothing to cancel
 
 
-async def test_a_failed_task_is_an_error_result_the_model_can_read(server: StdioServer | HttpServer) -> None:
+async def test_a_failed_task_is_an_error_result_the_model_can_read(
+    server: StdioServer | HttpServer, gates: Path
+) -> None:
     async with await load_mcp_tools(server, timeout=WAIT) as tools:
         by_name = {tool.name: tool for tool in tools}
         broken = await by_name["broken"].execute({"text": "disk"})
         refused = await by_name["refused"].execute({"text": "that"})
         stopped = await by_name["stopped"].execute({"text": "by operator"})
+        spoiled = await by_name["spoiled"].execute({"text": "done"})
     assert broken.is_error and broken.text.endswith("failed: broke: disk"), broken.text
     assert refused.is_error and refused.text.endswith("refused that"), refused.text
     assert stopped.is_error and stopped.text.endswith("was cancelled: stopped: by operator"), stopped.text
+    assert (spoiled.is_error, spoiled.text) == (
+        True,
+        "[tool error] half done",
+    )  # a failed task is never a success
+    # a task that ended is not cancelled afterwards (the server records every tasks/cancel)
+    log = gates / "cancelled.log"
+    told = log.read_text().split() if log.exists() else []
+    assert not {"disk", "that", "by operator", "operator", "done"} & set(told), told
+
+
+async def test_a_plain_tool_is_called_plainly_and_a_task_answered_at_once_is_its_result(
+    server: StdioServer | HttpServer,
+) -> None:
+    async with await load_mcp_tools(server, include=["plain", "quick"], timeout=WAIT) as tools:
+        by_name = {tool.name: tool for tool in tools}
+        plain = await by_name["plain"].execute({"text": "a"})
+        quick = await by_name["quick"].execute({"text": "b"})
+    assert (plain.is_error, plain.text) == (False, "plain a")
+    assert (quick.is_error, quick.text) == (False, "quick b")
 
 
 async def test_a_caller_that_cancels_sends_tasks_cancel(
@@ -165,3 +190,29 @@ async def test_server_everything_s_research_query_runs_to_its_report(
     assert not result.is_error, result.text
     assert result.text.startswith("# Research Report: tides")
     assert "Gathering sources..." in updates.messages
+
+
+async def test_a_task_that_asks_for_input_is_answered_and_its_status_followed(
+    everything_http: RunningServer,
+) -> None:
+    """server-everything's research query, ambiguous: the task turns ``input_required``, its question comes
+    on the held ``tasks/result`` and is answered by the callback; the status it takes while the result is
+    held still reaches the caller."""
+    questions: list[str] = []
+
+    async def clarify(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        questions.append(params.message)
+        return types.ElicitResult(action="accept", content={"interpretation": "oceanography"})
+
+    updates = Updates()
+    server = HttpServer(everything_http.url, transport="auto")
+    async with await load_mcp_tools(
+        server, include=["simulate-research-query"], timeout=WAIT, elicitation_callback=clarify
+    ) as tools:
+        result = await tools[0].execute({"topic": "tides", "ambiguous": True}, on_update=updates)
+    assert not result.is_error, result.text
+    assert result.text.startswith("# Research Report: tides (oceanography)")
+    assert len(questions) == 1 and "tides" in questions[0]
+    asked = next(i for i, m in enumerate(updates.messages) if m and m.startswith("Found multiple"))
+    later = {'Continuing with interpretation: "oceanography"...', "Generating report..."}  # 2 s of status
+    assert later & set(updates.messages[asked + 1 :]), updates.messages  # followed while the result is held

@@ -6,15 +6,18 @@ at ``/mcp``).
 The SDK's server has no core tasks, so a middleware serves them: a ``tools/call`` with ``task`` starts the
 tool in the background and answers a ``CreateTaskResult``; ``tasks/get``, ``tasks/result`` (held until the
 task ends) and ``tasks/cancel`` answer from a dict of tasks; ``tools/list`` marks every tool
-``execution.taskSupport: "required"``, and a ``tools/call`` without ``task`` is refused, as a server that
-runs the tool only as a task does. Tools wait for events, never for a guessed time: ``GATES`` names a
-directory where the test creates files.
+``execution.taskSupport: "required"`` (but ``plain``), and a ``tools/call`` without ``task`` is refused, as
+a server that runs the tool only as a task does. Tools wait for events, never for a guessed time: ``GATES``
+names a directory where the test creates files.
 
 - ``research(topic, gate)``: status ``step 1``, waits for ``<gate>.1``; ``step 2``, waits for
   ``<gate>.2``; then returns ``report on <topic>``.
 - ``broken(text)``: the task ends ``failed`` with the status message ``broke: <text>``, no result.
 - ``refused(text)``: the task ends ``failed`` with an ``isError`` result ``refused <text>``.
 - ``stopped(text)``: the server cancels its own task, status message ``stopped: <text>``.
+- ``spoiled(text)``: the task ends ``failed`` with a result not marked ``isError``: ``half <text>``.
+- ``quick(text)``: task-only, but the server answers the call at once with its result ``quick <text>``.
+- ``plain(text)``: not a task tool: answers ``plain <text>``; a ``tools/call`` with ``task`` is refused.
 
 Every ``tasks/cancel`` appends the task's ``gate`` argument to the file ``CANCELLED`` (when set).
 """
@@ -100,11 +103,16 @@ async def stopped(task: Task, text: str) -> None:
     task.end("cancelled", f"stopped: {text}")
 
 
+async def spoiled(task: Task, text: str) -> None:
+    task.end("failed", None, _text(f"half {text}"))
+
+
 RUNS: dict[str, Callable[..., Awaitable[None]]] = {
     "research": research,
     "broken": broken,
     "refused": refused,
     "stopped": stopped,
+    "spoiled": spoiled,
 }
 
 
@@ -114,6 +122,9 @@ def _listed() -> list[dict[str, Any]]:
         "broken": ("Fails, as a task.", {"text": "string"}),
         "refused": ("Answers an error result, as a task.", {"text": "string"}),
         "stopped": ("Cancelled by the server, as a task.", {"text": "string"}),
+        "spoiled": ("Fails with a result not marked as an error, as a task.", {"text": "string"}),
+        "quick": ("Task-only, answered at once.", {"text": "string"}),
+        "plain": ("Not a task tool.", {"text": "string"}),
     }
     return [
         {
@@ -124,8 +135,8 @@ def _listed() -> list[dict[str, Any]]:
                 "properties": {key: {"type": kind} for key, kind in fields.items()},
                 "required": list(fields),
             },
-            "execution": {"taskSupport": "required"},
         }
+        | ({} if name == "plain" else {"execution": {"taskSupport": "required"}})
         for name, (description, fields) in descriptions.items()
     ]
 
@@ -145,6 +156,12 @@ async def core_tasks(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> An
     if ctx.method == "tools/list":
         listed = await call_next(ctx)
         return {**listed, "tools": _listed()}
+    if ctx.method == "tools/call" and params.get("name") == "plain":
+        if "task" in params:
+            raise MCPError(code=types.METHOD_NOT_FOUND, message="plain does not run as a task")
+        return _text(f"plain {(params.get('arguments') or {}).get('text')}")
+    if ctx.method == "tools/call" and params.get("name") == "quick" and "task" in params:
+        return _text(f"quick {(params.get('arguments') or {}).get('text')}")
     if ctx.method == "tools/call":
         if "task" not in params:
             raise MCPError(code=types.INVALID_PARAMS, message=f"{params.get('name')} runs only as a task")
