@@ -119,9 +119,11 @@ async def test_a_plain_tool_is_called_plainly_and_a_task_answered_at_once_is_its
     async with await load_mcp_tools(server, include=["plain", "quick"], timeout=WAIT) as tools:
         by_name = {tool.name: tool for tool in tools}
         plain = await by_name["plain"].execute({"text": "a"})
-        quick = await by_name["quick"].execute({"text": "b"})
+        updates = Updates()
+        quick = await by_name["quick"].execute({"text": "b"}, on_update=updates)
     assert (plain.is_error, plain.text) == (False, "plain a")
     assert (quick.is_error, quick.text) == (False, "quick b")
+    assert updates.messages == ["quick start"]  # its progress reached the caller
 
 
 async def test_a_caller_that_cancels_sends_tasks_cancel(

@@ -16,7 +16,8 @@ names a directory where the test creates files.
 - ``refused(text)``: the task ends ``failed`` with an ``isError`` result ``refused <text>``.
 - ``stopped(text)``: the server cancels its own task, status message ``stopped: <text>``.
 - ``spoiled(text)``: the task ends ``failed`` with a result not marked ``isError``: ``half <text>``.
-- ``quick(text)``: task-only, but the server answers the call at once with its result ``quick <text>``.
+- ``quick(text)``: task-only, but the server answers the call at once with its result ``quick <text>``,
+  after a progress notification ``quick start``.
 - ``plain(text)``: not a task tool: answers ``plain <text>``; a ``tools/call`` with ``task`` is refused.
 
 Every ``tasks/cancel`` appends the task's ``gate`` argument to the file ``CANCELLED`` (when set).
@@ -161,6 +162,11 @@ async def core_tasks(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> An
             raise MCPError(code=types.METHOD_NOT_FOUND, message="plain does not run as a task")
         return _text(f"plain {(params.get('arguments') or {}).get('text')}")
     if ctx.method == "tools/call" and params.get("name") == "quick" and "task" in params:
+        token = (params.get("_meta") or {}).get("progressToken")
+        if token is not None:
+            await ctx.session.send_progress_notification(
+                token, 1, 2, "quick start", related_request_id=ctx.request_id
+            )
         return _text(f"quick {(params.get('arguments') or {}).get('text')}")
     if ctx.method == "tools/call":
         if "task" not in params:
