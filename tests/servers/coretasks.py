@@ -16,6 +16,7 @@ names a directory where the test creates files.
 - ``refused(text)``: the task ends ``failed`` with an ``isError`` result ``refused <text>``.
 - ``stopped(text)``: the server cancels its own task, status message ``stopped: <text>``.
 - ``spoiled(text)``: the task ends ``failed`` with a result not marked ``isError``: ``half <text>``.
+- ``lost(text)``: the task ends ``completed``, but ``tasks/result`` answers an error: it has no result.
 - ``quick(text)``: task-only, but the server answers the call at once with its result ``quick <text>``,
   after a progress notification ``quick start``.
 - ``plain(text)``: not a task tool: answers ``plain <text>``; a ``tools/call`` with ``task`` is refused.
@@ -104,6 +105,10 @@ async def stopped(task: Task, text: str) -> None:
     task.end("cancelled", f"stopped: {text}")
 
 
+async def lost(task: Task, text: str) -> None:
+    task.end("completed", f"lost {text}")
+
+
 async def spoiled(task: Task, text: str) -> None:
     task.end("failed", None, _text(f"half {text}"))
 
@@ -114,6 +119,7 @@ RUNS: dict[str, Callable[..., Awaitable[None]]] = {
     "refused": refused,
     "stopped": stopped,
     "spoiled": spoiled,
+    "lost": lost,
 }
 
 
@@ -124,6 +130,7 @@ def _listed() -> list[dict[str, Any]]:
         "refused": ("Answers an error result, as a task.", {"text": "string"}),
         "stopped": ("Cancelled by the server, as a task.", {"text": "string"}),
         "spoiled": ("Fails with a result not marked as an error, as a task.", {"text": "string"}),
+        "lost": ("Completes without a result, as a task.", {"text": "string"}),
         "quick": ("Task-only, answered at once.", {"text": "string"}),
         "plain": ("Not a task tool.", {"text": "string"}),
     }
