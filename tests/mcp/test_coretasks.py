@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ def gates(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def core_http(http_server_factory: StartServer, gates: Path) -> RunningServer:
-    env = {"GATES": str(gates), "CANCELLED": str(gates / "cancelled.log")}
+    env = {"GATES": str(gates), "CANCELLED": str(gates / "cancelled.log"), "GETS": str(gates / "gets.log")}
     return http_server_factory([PYTHON, str(CORE), "http"], "/mcp", env=env)
 
 
@@ -166,6 +167,32 @@ async def test_a_closing_list_cancels_the_task_it_waits_on(core_http: RunningSer
         await tools.aclose()
     assert len(failures) == 1 and "tool list was closed" in str(failures[0])
     await cancelled(gates, "closed")
+
+
+async def test_a_held_result_is_watched_at_the_servers_poll_interval(
+    core_http: RunningServer, gates: Path
+) -> None:
+    """A task that asks for input: its ``tasks/result`` is held until it ends, and its status is followed
+    beside it, at the server's ``pollInterval`` (50 ms), not in a loop."""
+    updates = Updates()
+    outcome: list[Any] = []
+    server = HttpServer(core_http.url, protocol="legacy")
+    async with await load_mcp_tools(server, include=["held"], timeout=WAIT) as tools:
+
+        async def call() -> None:
+            outcome.append(await tools[0].execute({"gate": "held"}, on_update=updates))
+
+        started = time.monotonic()
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            await updates.wait_for("waiting for input")
+            (gates / "held.1").touch()
+            await updates.wait_for("after input")  # the status it took while its result was held
+            (gates / "held.2").touch()
+        took = time.monotonic() - started
+    assert (outcome[0].is_error, outcome[0].text) == (False, "held held")
+    gets = (gates / "gets.log").read_text().split().count("held")
+    assert gets <= took / 0.05 + 3, (gets, took)
 
 
 async def test_a_list_that_refuses_tasks_says_so(core_http: RunningServer) -> None:

@@ -16,12 +16,15 @@ names a directory where the test creates files.
 - ``refused(text)``: the task ends ``failed`` with an ``isError`` result ``refused <text>``.
 - ``stopped(text)``: the server cancels its own task, status message ``stopped: <text>``.
 - ``spoiled(text)``: the task ends ``failed`` with a result not marked ``isError``: ``half <text>``.
+- ``held(gate)``: status ``input_required`` (``waiting for input``) until ``<gate>.1``, then ``working``
+  (``after input``) until ``<gate>.2``; then returns ``held <gate>``.
 - ``lost(text)``: the task ends ``completed``, but ``tasks/result`` answers an error: it has no result.
 - ``quick(text)``: task-only, but the server answers the call at once with its result ``quick <text>``,
   after a progress notification ``quick start``.
 - ``plain(text)``: not a task tool: answers ``plain <text>``; a ``tools/call`` with ``task`` is refused.
 
-Every ``tasks/cancel`` appends the task's ``gate`` argument to the file ``CANCELLED`` (when set).
+Every ``tasks/cancel`` appends the task's ``gate`` argument to the file ``CANCELLED`` (when set), every
+``tasks/get`` to the file ``GETS`` (when set).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from mcp.shared.exceptions import MCPError
 
 GATES = Path(os.environ.get("GATES", "."))
 CANCELLED = os.environ.get("CANCELLED")
+GETS = os.environ.get("GETS")
 POLL_MS = int(os.environ.get("POLL_MS", "50"))
 NOW = "2026-01-01T00:00:00Z"
 
@@ -105,6 +109,14 @@ async def stopped(task: Task, text: str) -> None:
     task.end("cancelled", f"stopped: {text}")
 
 
+async def held(task: Task, gate: str) -> None:
+    task.status, task.message = "input_required", "waiting for input"
+    await _wait_for(GATES / f"{gate}.1")
+    task.status, task.message = "working", "after input"
+    await _wait_for(GATES / f"{gate}.2")
+    task.end("completed", "done", _text(f"held {gate}"))
+
+
 async def lost(task: Task, text: str) -> None:
     task.end("completed", f"lost {text}")
 
@@ -120,6 +132,7 @@ RUNS: dict[str, Callable[..., Awaitable[None]]] = {
     "stopped": stopped,
     "spoiled": spoiled,
     "lost": lost,
+    "held": held,
 }
 
 
@@ -131,6 +144,7 @@ def _listed() -> list[dict[str, Any]]:
         "stopped": ("Cancelled by the server, as a task.", {"text": "string"}),
         "spoiled": ("Fails with a result not marked as an error, as a task.", {"text": "string"}),
         "lost": ("Completes without a result, as a task.", {"text": "string"}),
+        "held": ("Asks for input, then works, as a task.", {"gate": "string"}),
         "quick": ("Task-only, answered at once.", {"text": "string"}),
         "plain": ("Not a task tool.", {"text": "string"}),
     }
@@ -190,6 +204,9 @@ async def core_tasks(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> An
         if task is None:
             raise MCPError(code=types.INVALID_PARAMS, message="no such task")
         if ctx.method == "tasks/get":
+            if GETS:
+                with open(GETS, "a") as log:  # noqa: ASYNC230 (one short line)
+                    log.write(f"{task.arguments.get('gate', task.arguments.get('text'))}\n")
             return task.wire()
         if ctx.method == "tasks/cancel":
             await _cancel(task)
