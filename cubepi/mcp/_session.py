@@ -412,8 +412,9 @@ async def call_tool(
 
     with deadline.scope as scope, recording(attempt, session.headers, session.auth):
         relay = progress_relay(scope, idle, hard, on_update)
+        core = tasks is not None and runs_as_core_task(definition, session.protocol)
         try:
-            if tasks is not None and runs_as_core_task(definition, session.protocol):
+            if core:
                 return await _core_task(session, name, arguments, deadline, relay, on_update, hard)
             if deadline.watching:
                 first = await deadline.run(functools.partial(send, None, None))
@@ -429,7 +430,8 @@ async def call_tool(
         except SdkError as exc:
             if _is_transport_failure(exc, session):
                 raise
-            hint = missing_input_hint(exc.code, exc.error.message) or _task_hint(definition, session.protocol)
+            hint = missing_input_hint(exc.code, exc.error.message)
+            hint = hint or (None if core else _task_hint(definition, session.protocol))  # driven: no advice
             return types.CallToolResult(
                 content=[
                     types.TextContent(type="text", text=exc.error.message + (f" ({hint})" if hint else ""))

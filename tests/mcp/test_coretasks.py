@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import functools
+import re
+import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from conftest import EVERYTHING, PYTHON, SERVERS, RunningServer, StartServer
+from mcp import types
 
 from cubepi.errors import MCPError, MCPTimeoutError
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
@@ -46,7 +49,7 @@ def gates(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def core_http(http_server_factory: StartServer, gates: Path) -> RunningServer:
-    env = {"GATES": str(gates), "CANCELLED": str(gates / "cancelled.log")}
+    env = {"GATES": str(gates), "CANCELLED": str(gates / "cancelled.log"), "GETS": str(gates / "gets.log")}
     return http_server_factory([PYTHON, str(CORE), "http"], "/mcp", env=env)
 
 
@@ -86,17 +89,44 @@ async def test_a_task_only_tool_runs_to_its_result_with_its_status(
             (gates / f"{gate}.2").touch()
     assert not outcome[0].is_error and outcome[0].text == "report on tides"
     assert [m for m in updates.messages if m and m.startswith("step")] == ["step 1", "step 2"]
+    log = gates / "cancelled.log"
+    assert not log.exists() or gate not in log.read_text().split()  # it ended: nothing to cancel
 
 
-async def test_a_failed_task_is_an_error_result_the_model_can_read(server: StdioServer | HttpServer) -> None:
+async def test_a_failed_task_is_an_error_result_the_model_can_read(
+    server: StdioServer | HttpServer, gates: Path
+) -> None:
     async with await load_mcp_tools(server, timeout=WAIT) as tools:
         by_name = {tool.name: tool for tool in tools}
         broken = await by_name["broken"].execute({"text": "disk"})
         refused = await by_name["refused"].execute({"text": "that"})
         stopped = await by_name["stopped"].execute({"text": "by operator"})
+        spoiled = await by_name["spoiled"].execute({"text": "done"})
+        lost = await by_name["lost"].execute({"text": "it"})
     assert broken.is_error and broken.text.endswith("failed: broke: disk"), broken.text
     assert refused.is_error and refused.text.endswith("refused that"), refused.text
     assert stopped.is_error and stopped.text.endswith("was cancelled: stopped: by operator"), stopped.text
+    assert (spoiled.is_error, spoiled.text) == (True, "[tool error] half done")  # failed: never a success
+    # completed, but the server has no result to give: its error as it is (the task did not fail; cubepi
+    # drove it, so no advice on loading with tasks=True)
+    assert re.fullmatch(r"\[tool error\] task \d+ has no result \(completed\)", lost.text), lost.text
+    # a task that ended is not cancelled afterwards (the server records every tasks/cancel)
+    log = gates / "cancelled.log"
+    told = log.read_text().split() if log.exists() else []
+    assert not {"disk", "that", "by operator", "operator", "done"} & set(told), told
+
+
+async def test_a_plain_tool_is_called_plainly_and_a_task_answered_at_once_is_its_result(
+    server: StdioServer | HttpServer,
+) -> None:
+    async with await load_mcp_tools(server, include=["plain", "quick"], timeout=WAIT) as tools:
+        by_name = {tool.name: tool for tool in tools}
+        plain = await by_name["plain"].execute({"text": "a"})
+        updates = Updates()
+        quick = await by_name["quick"].execute({"text": "b"}, on_update=updates)
+    assert (plain.is_error, plain.text) == (False, "plain a")
+    assert (quick.is_error, quick.text) == (False, "quick b")
+    assert updates.messages == ["quick start"]  # its progress reached the caller
 
 
 async def test_a_caller_that_cancels_sends_tasks_cancel(
@@ -139,6 +169,32 @@ async def test_a_closing_list_cancels_the_task_it_waits_on(core_http: RunningSer
     await cancelled(gates, "closed")
 
 
+async def test_a_held_result_is_watched_at_the_servers_poll_interval(
+    core_http: RunningServer, gates: Path
+) -> None:
+    """A task that asks for input: its ``tasks/result`` is held until it ends, and its status is followed
+    beside it, at the server's ``pollInterval`` (50 ms), not in a loop."""
+    updates = Updates()
+    outcome: list[Any] = []
+    server = HttpServer(core_http.url, protocol="legacy")
+    async with await load_mcp_tools(server, include=["held"], timeout=WAIT) as tools:
+
+        async def call() -> None:
+            outcome.append(await tools[0].execute({"gate": "held"}, on_update=updates))
+
+        started = time.monotonic()
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            await updates.wait_for("waiting for input")
+            (gates / "held.1").touch()
+            await updates.wait_for("after input")  # the status it took while its result was held
+            (gates / "held.2").touch()
+        took = time.monotonic() - started
+    assert (outcome[0].is_error, outcome[0].text) == (False, "held held")
+    gets = (gates / "gets.log").read_text().split().count("held")
+    assert gets <= took / 0.05 + 3, (gets, took)
+
+
 async def test_a_list_that_refuses_tasks_says_so(core_http: RunningServer) -> None:
     server = HttpServer(core_http.url, protocol="legacy")
     async with await load_mcp_tools(server, include=["broken"], tasks=False) as tools:
@@ -165,3 +221,29 @@ async def test_server_everything_s_research_query_runs_to_its_report(
     assert not result.is_error, result.text
     assert result.text.startswith("# Research Report: tides")
     assert "Gathering sources..." in updates.messages
+
+
+async def test_a_task_that_asks_for_input_is_answered_and_its_status_followed(
+    everything_http: RunningServer,
+) -> None:
+    """server-everything's research query, ambiguous: the task turns ``input_required``, its question comes
+    on the held ``tasks/result`` and is answered by the callback; the status it takes while the result is
+    held still reaches the caller."""
+    questions: list[str] = []
+
+    async def clarify(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        questions.append(params.message)
+        return types.ElicitResult(action="accept", content={"interpretation": "oceanography"})
+
+    updates = Updates()
+    server = HttpServer(everything_http.url, transport="auto")
+    async with await load_mcp_tools(
+        server, include=["simulate-research-query"], timeout=WAIT, elicitation_callback=clarify
+    ) as tools:
+        result = await tools[0].execute({"topic": "tides", "ambiguous": True}, on_update=updates)
+    assert not result.is_error, result.text
+    assert result.text.startswith("# Research Report: tides (oceanography)")
+    assert len(questions) == 1 and "tides" in questions[0]
+    asked = next(i for i, m in enumerate(updates.messages) if m and m.startswith("Found multiple"))
+    later = {'Continuing with interpretation: "oceanography"...', "Generating report..."}  # 2 s of status
+    assert later & set(updates.messages[asked + 1 :]), updates.messages  # followed while the result is held

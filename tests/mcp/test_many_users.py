@@ -22,6 +22,7 @@ from cubepi.mcp import (
     CallContext,
     HttpServer,
     MCPToolList,
+    StdioServer,
     call_context,
     current_call_context,
     load_mcp_tools,
@@ -217,6 +218,12 @@ async def test_the_model_cannot_set_a_hidden_parameter(tools: MCPToolList) -> No
         await Agent(provider=provider, model=FAUX, tools=tools).prompt("be mallory")
     answer = provider.requests[1].messages[-1]
     assert answer.is_error  # type: ignore[union-attr]
+    # refused as an unknown argument is; the value it tried is in no part of the result (details get logged)
+    assert result.details == {
+        "validation_errors": [
+            {"type": "extra_forbidden", "loc": ("user_id",), "msg": "Extra inputs are not permitted"}
+        ]
+    }
 
 
 async def test_a_plain_value_and_an_async_function(whoami_http: RunningServer) -> None:
@@ -294,15 +301,45 @@ def test_reprs_show_names_only() -> None:
     assert pickle.loads(pickle.dumps(context)).headers == {"Authorization": "Bearer s3cret"}
 
 
-def test_bad_arguments_are_user_errors() -> None:
+async def test_bad_arguments_are_user_errors() -> None:
     with pytest.raises(UserError, match="auth"):
         call_context(auth="Bearer x")
     with pytest.raises(UserError, match="headers"):
         call_context(headers={"a": 1})  # type: ignore[dict-item]
+    for option in ("headers", "meta", "values"):
+        with pytest.raises(UserError, match=rf"call_context\({option}=...\) takes a dict with string keys"):
+            call_context(**{option: {1: "x"}})
     with pytest.raises(UserError, match="hidden_arguments"):
         from cubepi.mcp._policies import Policies
 
         Policies.create(hidden_arguments=["user_id"])  # type: ignore[arg-type]
+    nowhere = StdioServer("/nonexistent/server")  # checked before any server is started
+    for names in ({"": "x"}, {1: "x"}):
+        with pytest.raises(UserError, match="hidden_arguments takes a dict"):
+            await load_mcp_tools(nowhere, hidden_arguments=names)  # type: ignore[dict-item]
+
+
+def test_a_scope_is_what_was_given_when_it_was_made() -> None:
+    headers, values = {"Authorization": "Bearer alice"}, {"user_id": "alice"}
+    scope = call_context(headers=headers, values=values)
+    headers["Authorization"], values["user_id"] = "Bearer mallory", "mallory"
+    with scope as context:
+        assert context.headers == {"Authorization": "Bearer alice"} and context.values == {"user_id": "alice"}
+    assert current_call_context() == CallContext()
+    with pytest.raises(UserError, match="entered once"), scope:
+        pass
+    assert current_call_context() == CallContext()
+
+
+async def test_async_with_yields_the_current_context() -> None:
+    async with call_context(values={"user_id": "alice"}) as outer:
+        async with call_context(meta={"who": "alice"}) as inner:
+            assert (
+                inner
+                == current_call_context()
+                == CallContext(meta={"who": "alice"}, values={"user_id": "alice"})
+            )
+        assert outer == current_call_context() == CallContext(values={"user_id": "alice"})
 
 
 def worker_call(tool: AgentTool, note: str) -> str:

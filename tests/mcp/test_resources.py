@@ -401,3 +401,18 @@ async def test_the_list_bounds_apply() -> None:
             await by_name(tools)["ping"].execute({})  # not slow
             await tools.read_resource("offers://readme")
         assert bounded.value.limit == 1.5
+
+
+async def test_a_resource_read_from_a_process_that_never_starts_is_a_startup_timeout(tmp_path: Path) -> None:
+    from cubepi.errors import MCPTimeoutError
+
+    stuck = tmp_path / "stuck"  # once it exists, each new process of the server hangs before it starts
+    server = StdioServer(
+        PYTHON, [str(SERVERS / "slow_init.py")], env={"SLOW_INIT_IF": str(stuck)}, protocol="2026-07-28"
+    )
+    async with await load_mcp_tools(server, timeout=1, startup_timeout=3) as tools:
+        stuck.touch()
+        with pytest.raises(MCPTimeoutError) as caught:
+            await tools.read_resource("offers://readme")
+        assert (caught.value.phase, caught.value.limit) == ("startup", 3.0)
+        assert "raise startup_timeout" in str(caught.value)

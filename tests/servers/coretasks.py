@@ -6,17 +6,25 @@ at ``/mcp``).
 The SDK's server has no core tasks, so a middleware serves them: a ``tools/call`` with ``task`` starts the
 tool in the background and answers a ``CreateTaskResult``; ``tasks/get``, ``tasks/result`` (held until the
 task ends) and ``tasks/cancel`` answer from a dict of tasks; ``tools/list`` marks every tool
-``execution.taskSupport: "required"``, and a ``tools/call`` without ``task`` is refused, as a server that
-runs the tool only as a task does. Tools wait for events, never for a guessed time: ``GATES`` names a
-directory where the test creates files.
+``execution.taskSupport: "required"`` (but ``plain``), and a ``tools/call`` without ``task`` is refused, as
+a server that runs the tool only as a task does. Tools wait for events, never for a guessed time: ``GATES``
+names a directory where the test creates files.
 
 - ``research(topic, gate)``: status ``step 1``, waits for ``<gate>.1``; ``step 2``, waits for
   ``<gate>.2``; then returns ``report on <topic>``.
 - ``broken(text)``: the task ends ``failed`` with the status message ``broke: <text>``, no result.
 - ``refused(text)``: the task ends ``failed`` with an ``isError`` result ``refused <text>``.
 - ``stopped(text)``: the server cancels its own task, status message ``stopped: <text>``.
+- ``spoiled(text)``: the task ends ``failed`` with a result not marked ``isError``: ``half <text>``.
+- ``held(gate)``: status ``input_required`` (``waiting for input``) until ``<gate>.1``, then ``working``
+  (``after input``) until ``<gate>.2``; then returns ``held <gate>``.
+- ``lost(text)``: the task ends ``completed``, but ``tasks/result`` answers an error: it has no result.
+- ``quick(text)``: task-only, but the server answers the call at once with its result ``quick <text>``,
+  after a progress notification ``quick start``.
+- ``plain(text)``: not a task tool: answers ``plain <text>``; a ``tools/call`` with ``task`` is refused.
 
-Every ``tasks/cancel`` appends the task's ``gate`` argument to the file ``CANCELLED`` (when set).
+Every ``tasks/cancel`` appends the task's ``gate`` argument to the file ``CANCELLED`` (when set), every
+``tasks/get`` to the file ``GETS`` (when set).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from mcp.shared.exceptions import MCPError
 
 GATES = Path(os.environ.get("GATES", "."))
 CANCELLED = os.environ.get("CANCELLED")
+GETS = os.environ.get("GETS")
 POLL_MS = int(os.environ.get("POLL_MS", "50"))
 NOW = "2026-01-01T00:00:00Z"
 
@@ -100,11 +109,30 @@ async def stopped(task: Task, text: str) -> None:
     task.end("cancelled", f"stopped: {text}")
 
 
+async def held(task: Task, gate: str) -> None:
+    task.status, task.message = "input_required", "waiting for input"
+    await _wait_for(GATES / f"{gate}.1")
+    task.status, task.message = "working", "after input"
+    await _wait_for(GATES / f"{gate}.2")
+    task.end("completed", "done", _text(f"held {gate}"))
+
+
+async def lost(task: Task, text: str) -> None:
+    task.end("completed", f"lost {text}")
+
+
+async def spoiled(task: Task, text: str) -> None:
+    task.end("failed", None, _text(f"half {text}"))
+
+
 RUNS: dict[str, Callable[..., Awaitable[None]]] = {
     "research": research,
     "broken": broken,
     "refused": refused,
     "stopped": stopped,
+    "spoiled": spoiled,
+    "lost": lost,
+    "held": held,
 }
 
 
@@ -114,6 +142,11 @@ def _listed() -> list[dict[str, Any]]:
         "broken": ("Fails, as a task.", {"text": "string"}),
         "refused": ("Answers an error result, as a task.", {"text": "string"}),
         "stopped": ("Cancelled by the server, as a task.", {"text": "string"}),
+        "spoiled": ("Fails with a result not marked as an error, as a task.", {"text": "string"}),
+        "lost": ("Completes without a result, as a task.", {"text": "string"}),
+        "held": ("Asks for input, then works, as a task.", {"gate": "string"}),
+        "quick": ("Task-only, answered at once.", {"text": "string"}),
+        "plain": ("Not a task tool.", {"text": "string"}),
     }
     return [
         {
@@ -124,8 +157,8 @@ def _listed() -> list[dict[str, Any]]:
                 "properties": {key: {"type": kind} for key, kind in fields.items()},
                 "required": list(fields),
             },
-            "execution": {"taskSupport": "required"},
         }
+        | ({} if name == "plain" else {"execution": {"taskSupport": "required"}})
         for name, (description, fields) in descriptions.items()
     ]
 
@@ -145,6 +178,17 @@ async def core_tasks(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> An
     if ctx.method == "tools/list":
         listed = await call_next(ctx)
         return {**listed, "tools": _listed()}
+    if ctx.method == "tools/call" and params.get("name") == "plain":
+        if "task" in params:
+            raise MCPError(code=types.METHOD_NOT_FOUND, message="plain does not run as a task")
+        return _text(f"plain {(params.get('arguments') or {}).get('text')}")
+    if ctx.method == "tools/call" and params.get("name") == "quick" and "task" in params:
+        token = (params.get("_meta") or {}).get("progressToken")
+        if token is not None:
+            await ctx.session.send_progress_notification(
+                token, 1, 2, "quick start", related_request_id=ctx.request_id
+            )
+        return _text(f"quick {(params.get('arguments') or {}).get('text')}")
     if ctx.method == "tools/call":
         if "task" not in params:
             raise MCPError(code=types.INVALID_PARAMS, message=f"{params.get('name')} runs only as a task")
@@ -160,6 +204,9 @@ async def core_tasks(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> An
         if task is None:
             raise MCPError(code=types.INVALID_PARAMS, message="no such task")
         if ctx.method == "tasks/get":
+            if GETS:
+                with open(GETS, "a") as log:  # noqa: ASYNC230 (one short line)
+                    log.write(f"{task.arguments.get('gate', task.arguments.get('text'))}\n")
             return task.wire()
         if ctx.method == "tasks/cancel":
             await _cancel(task)

@@ -3,7 +3,8 @@
 Run: ``python slow_init.py [stdio|streamable-http]``. The process starts at once, but answers the first
 request only after ``SLOW_INIT_SECONDS`` (never when unset): over stdio its lifespan (loading a model, say)
 runs first; over HTTP (on ``PORT``, at ``/mcp``) every ``initialize`` or ``server/discover`` POST waits
-that long. Then it lists one tool, ``echo``.
+that long. ``SLOW_INIT_IF=<path>``: it waits only once that file exists (a server that stops starting after
+its first runs). Then it lists one tool, ``echo``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ STDIO = (sys.argv[1] if len(sys.argv) > 1 else "stdio") == "stdio"
 
 
 async def wait() -> None:
+    gate = os.environ.get("SLOW_INIT_IF")
+    if gate is not None and not await anyio.Path(gate).exists():
+        return
     seconds = os.environ.get("SLOW_INIT_SECONDS")
     if seconds is None:
         await anyio.sleep_forever()
