@@ -66,7 +66,7 @@ def to_langchain(tool: AgentTool) -> StructuredTool:
 def _relay(callbacks: CallbackManager | AsyncCallbackManager | None) -> UpdateCallback | None:
     """`on_update` sending each update as a `PROGRESS_EVENT` on the tool's run, or None when no handler
     listens (the call then relays nothing)."""
-    if callbacks is None or not callbacks.handlers or callbacks.parent_run_id is None:
+    if callbacks is None or not callbacks.handlers:
         return None
     run_id = callbacks.parent_run_id  # the tool's run, as `adispatch_custom_event` addresses it
 

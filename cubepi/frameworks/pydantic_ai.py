@@ -17,6 +17,7 @@ and the UI adapters deliver.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -67,16 +68,10 @@ def _relay(ctx: RunContext[Any]) -> Callable[[ToolUpdate], Awaitable[None]]:
     from pydantic_ai.exceptions import UserError
 
     event_type = _event_type()
-    dropped = False
 
     async def relay(update: ToolUpdate) -> None:
-        nonlocal dropped
-        if dropped:
-            return
-        try:
+        with contextlib.suppress(UserError):  # no run, no stream
             await ctx.emit(event_type(progress=update.progress, total=update.total, message=update.message))
-        except UserError:
-            dropped = True
 
     return relay
 

@@ -20,9 +20,10 @@ from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolCall
 from langchain_core.runnables import RunnableLambda
-from pydantic_ai import Agent, CustomEvent
+from pydantic_ai import Agent, CustomEvent, RunContext, RunUsage
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
+from pydantic_ai.models.test import TestModel
 from test_openai_agents import OFFLINE, Scripted
 
 from cubepi import AgentTool, AgentToolResult, TextContent, ToolUpdate
@@ -167,6 +168,14 @@ async def test_pydantic_ai_progress_reaches_the_event_stream_handler(progress: A
         assert progress_of([event async for event in stream]) == expected
 
     assert (await agent.run("count to three")).output == "done"  # nobody listening: the run is unchanged
+
+
+async def test_pydantic_ai_progress_outside_a_run_is_dropped() -> None:
+    # A RunContext made by hand (a test of your own calling the tool) has no stream to emit into.
+    tool, got = spy()
+    ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage())
+    returned = await tool.to_pydantic_ai().function(ctx)
+    assert got[0] is not None and returned.return_value == "ok"
 
 
 def test_pydantic_ai_progress_events_pickle() -> None:
