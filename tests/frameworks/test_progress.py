@@ -15,7 +15,7 @@ import pytest
 from agents import Agent as OpenAIAgent
 from agents import Runner
 from agents.tool_context import ToolContext
-from conftest import RunningServer
+from conftest import PYTHON, SERVERS, RunningServer
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolCall
@@ -29,7 +29,7 @@ from test_openai_agents import OFFLINE, Scripted
 from cubepi import AgentTool, AgentToolResult, TextContent, ToolUpdate
 from cubepi.frameworks.langchain import PROGRESS_EVENT
 from cubepi.frameworks.pydantic_ai import ToolProgressEvent
-from cubepi.mcp import HttpServer, load_mcp_tools
+from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
 from cubepi.schema import schema_to_model
 
 STEPS = [(1.0, 3.0, "step 1"), (2.0, 3.0, "step 2"), (3.0, 3.0, "step 3")]
@@ -107,6 +107,21 @@ async def test_langchain_progress_reaches_a_callback_handler(progress: AgentTool
     message = progress.to_langchain().invoke(lc_call({"steps": 2}), config={"callbacks": [synchronous]})
     assert message.content == "done after 2 steps"
     assert [data["message"] for _, data in synchronous.events] == ["step 1", "step 2"]
+
+
+async def test_langchain_task_status_is_progress_too(tmp_path: Any) -> None:
+    # A task-only tool (tests/servers/tasks.py): the task's status messages are its progress.
+    pytest.importorskip("fastmcp_tasks")
+    server = StdioServer(PYTHON, [str(SERVERS / "tasks.py")], env={"GATES": str(tmp_path)})
+    async with await load_mcp_tools(server, include=["double"]) as tools:
+        handler = Handler()
+        double = tools[0].to_langchain()
+        message = await double.ainvoke(
+            ToolCall(name="double", args={"n": 21}, id="c", type="tool_call"), config={"callbacks": [handler]}
+        )
+    assert message.content == "42"
+    messages = [data["message"] for _, data, _ in handler.events]
+    assert messages[0] == "task working" and messages[-1] == "task completed"
 
 
 async def test_langchain_relays_nothing_without_a_handler() -> None:
