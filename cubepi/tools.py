@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from langchain_core.tools import StructuredTool
     from pydantic_ai import Tool as PydanticAITool
 
+    from .frameworks.openai_agents import ContextUpdateCallback
+
 __all__ = [
     "AgentTool",
     "AgentToolResult",
@@ -346,11 +348,12 @@ class AgentTool:
 
         return to_pydantic_ai(self)
 
-    def to_openai_agents(self) -> OpenAIAgentsTool:
-        """This tool as an OpenAI Agents `FunctionTool` (extra ``openai-agents``; see docs/frameworks.md)."""
+    def to_openai_agents(self, *, on_update: ContextUpdateCallback | None = None) -> OpenAIAgentsTool:
+        """This tool as an OpenAI Agents `FunctionTool` (extra ``openai-agents``; see docs/frameworks.md);
+        `on_update(ctx, update)` receives the progress of each call, with the SDK's `ToolContext`."""
         from .frameworks.openai_agents import to_openai_agents
 
-        return to_openai_agents(self)
+        return to_openai_agents(self, on_update=on_update)
 
 
 def _run_in_new_loop(call: Callable[[], Awaitable[AgentToolResult]]) -> AgentToolResult:

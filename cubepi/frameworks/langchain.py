@@ -6,22 +6,32 @@ fields the model set, no defaults injected); LangChain's own re-validation, whic
 is skipped. An `is_error` result raises `ToolException`, which the tool turns into a ``status="error"``
 `ToolMessage` the model reads; images become standard image content blocks; the whole
 `AgentToolResult` is the message's `artifact`.
+
+Progress reaches LangChain's callbacks: each `ToolUpdate` of a call (MCP progress, task status) is a
+custom event named `PROGRESS_EVENT` (``"cubepi.progress"``) on the tool's run, the event
+`adispatch_custom_event` would send, so ``astream_events`` yields it as ``on_custom_event`` and a
+callback handler's ``on_custom_event`` receives it. Without a callback handler nothing is relayed.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ._extras import require
 
 if TYPE_CHECKING:
+    from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
     from langchain_core.tools import StructuredTool
 
-    from ..tools import AgentTool, AgentToolResult
+    from ..tools import AgentTool, AgentToolResult, ToolUpdate, UpdateCallback
 
-__all__ = ["to_langchain"]
+__all__ = ["PROGRESS_EVENT", "to_langchain"]
+
+PROGRESS_EVENT = "cubepi.progress"
+"""The name of the custom event carrying a call's progress: data ``{"progress", "total", "message"}``."""
 
 
 def to_langchain(tool: AgentTool) -> StructuredTool:
@@ -35,11 +45,12 @@ def to_langchain(tool: AgentTool) -> StructuredTool:
             "your graph and pass tool.replace(needs_approval=False)"
         )
 
-    async def arun(arguments: Any) -> tuple[Any, AgentToolResult]:
-        return _message(await tool.execute(arguments))
+    # LangChain passes the tool run's child callback manager to a function with a `callbacks` parameter.
+    async def arun(arguments: Any, callbacks: Any = None) -> tuple[Any, AgentToolResult]:
+        return _message(await tool.execute(arguments, on_update=_relay(callbacks)))
 
-    def run(arguments: Any) -> tuple[Any, AgentToolResult]:
-        return _message(tool.execute_sync(arguments))
+    def run(arguments: Any, callbacks: Any = None) -> tuple[Any, AgentToolResult]:
+        return _message(tool.execute_sync(arguments, on_update=_relay(callbacks)))
 
     return _tool_class()(
         name=tool.api_name,
@@ -50,6 +61,20 @@ def to_langchain(tool: AgentTool) -> StructuredTool:
         response_format="content_and_artifact",
         handle_tool_error=True,
     )
+
+
+def _relay(callbacks: CallbackManager | AsyncCallbackManager | None) -> UpdateCallback | None:
+    """`on_update` sending each update as a `PROGRESS_EVENT` on the tool's run, or None when no handler
+    listens (the call then relays nothing)."""
+    if callbacks is None or not callbacks.handlers:
+        return None
+    run_id = callbacks.parent_run_id  # the tool's run, as `adispatch_custom_event` addresses it
+
+    def relay(update: ToolUpdate) -> Awaitable[None] | None:
+        data = {"progress": update.progress, "total": update.total, "message": update.message}
+        return callbacks.on_custom_event(PROGRESS_EVENT, data, run_id=run_id)
+
+    return relay
 
 
 @functools.cache

@@ -7,28 +7,38 @@ every property, null for the ones it leaves out; `AgentTool.execute` validates t
 server's schema does not allow, so the server gets what its schema says. Arguments that are not JSON, or
 fail validation, come back as readable error text; images as `ToolOutputImage` data URLs. A tool's
 `needs_approval` becomes the SDK's approval policy.
+
+The SDK has no progress mechanism for function tools (no progress stream event, no hook between
+``on_tool_start`` and ``on_tool_end``), so a call's `ToolUpdate`s go to the ``on_update`` you pass, with
+the SDK's `ToolContext` (your run context, the tool call's id): ``to_openai_agents(on_update=...)``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pydantic
 
 from ._extras import require
 
 if TYPE_CHECKING:
-    from agents import FunctionTool, RunContextWrapper, ToolContext
+    from agents import FunctionTool, RunContextWrapper
+    from agents.tool_context import ToolContext
 
-    from ..tools import AgentTool, AgentToolResult
+    from ..tools import AgentTool, AgentToolResult, ToolUpdate
 
-__all__ = ["to_openai_agents"]
+__all__ = ["ContextUpdateCallback", "to_openai_agents"]
+
+ContextUpdateCallback: TypeAlias = "Callable[[ToolContext[Any], ToolUpdate], Awaitable[None] | None]"
+"""Receives each progress update of a call, with the SDK's `ToolContext` of that call."""
 
 
-def to_openai_agents(tool: AgentTool) -> FunctionTool:
-    """`tool` as an `agents.FunctionTool`, for ``Agent(name=..., tools=[...])``."""
+def to_openai_agents(tool: AgentTool, *, on_update: ContextUpdateCallback | None = None) -> FunctionTool:
+    """`tool` as an `agents.FunctionTool`, for ``Agent(name=..., tools=[...])``; `on_update(ctx, update)`
+    receives each progress update of a call (sync or async), with the call's `ToolContext`."""
     require("agents", "openai-agents")
     from agents import FunctionTool
 
@@ -37,7 +47,8 @@ def to_openai_agents(tool: AgentTool) -> FunctionTool:
             arguments = json.loads(raw or "{}")
         except ValueError as exc:
             return f"Invalid arguments for tool {tool.name!r}: not JSON ({exc})"
-        return _output(await tool.execute(arguments))
+        relay = None if on_update is None else functools.partial(on_update, ctx)
+        return _output(await tool.execute(arguments, on_update=relay))
 
     return FunctionTool(
         name=tool.api_name,

@@ -7,11 +7,19 @@ asks the model to correct them (within the tool's retry budget); any other `is_e
 as the readable error text, since retrying the same call would not help. Images go back as
 `BinaryContent` in the tool result; the whole `AgentToolResult` is the return's `metadata`. A tool that
 needs approval raises `ApprovalRequired` until the call is approved (pydantic-ai's deferred tools).
+
+Progress reaches pydantic-ai's event stream: each `ToolUpdate` of a call (MCP progress, task status) is
+emitted with `RunContext.emit` as a `ToolProgressEvent` (a `CustomEvent` named ``"cubepi.progress"``,
+stamped with the tool call's id and name), which ``event_stream_handler``, ``run_stream_events``, ``iter``
+and the UI adapters deliver.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import functools
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import pydantic
@@ -21,9 +29,9 @@ from ._extras import require
 if TYPE_CHECKING:
     from pydantic_ai import RunContext, Tool
 
-    from ..tools import AgentTool, AgentToolResult
+    from ..tools import AgentTool, AgentToolResult, ToolUpdate
 
-__all__ = ["to_pydantic_ai"]
+__all__ = ["to_pydantic_ai"]  # and `ToolProgressEvent`, made on first use (module `__getattr__`)
 
 
 def to_pydantic_ai(tool: AgentTool) -> Tool[Any]:
@@ -39,7 +47,7 @@ def to_pydantic_ai(tool: AgentTool) -> Tool[Any]:
                 params = None  # `execute` below reports it
             if params is not None and tool.requires_approval(params):
                 raise ApprovalRequired()
-        result = await tool.execute(arguments)
+        result = await tool.execute(arguments, on_update=_relay(ctx))
         if result.is_error and "validation_errors" in result.details:
             raise ModelRetry(result.text)
         return _return(result)
@@ -52,6 +60,47 @@ def to_pydantic_ai(tool: AgentTool) -> Tool[Any]:
         takes_ctx=True,
     )
     return made
+
+
+def _relay(ctx: RunContext[Any]) -> Callable[[ToolUpdate], Awaitable[None]]:
+    """`on_update` emitting each update into the run's event stream; a context outside a run (no stream to
+    emit into) drops them."""
+    from pydantic_ai.exceptions import UserError
+
+    event_type = _event_type()
+
+    async def relay(update: ToolUpdate) -> None:
+        with contextlib.suppress(UserError):  # no run, no stream
+            await ctx.emit(event_type(progress=update.progress, total=update.total, message=update.message))
+
+    return relay
+
+
+@functools.cache
+def _event_type() -> type[Any]:
+    """`ToolProgressEvent`, made on first use so that importing this module does not need pydantic-ai."""
+    from dataclasses import dataclass
+
+    from pydantic_ai import CustomEvent
+
+    @dataclass(kw_only=True, repr=False)
+    class ToolProgressEvent(CustomEvent, name="cubepi.progress"):
+        """A cubepi tool's progress (`cubepi.ToolUpdate`) in a pydantic-ai run's event stream."""
+
+        progress: float | None = None
+        total: float | None = None
+        message: str | None = None
+
+    ToolProgressEvent.__module__ = __name__
+    ToolProgressEvent.__qualname__ = "ToolProgressEvent"  # pickles by the module attribute
+    return ToolProgressEvent
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ToolProgressEvent":
+        require("pydantic_ai", "pydantic-ai")
+        return _event_type()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _return(result: AgentToolResult) -> Any:
