@@ -13,7 +13,7 @@ import sys
 
 import anyio
 import pytest
-from conftest import KITCHEN, PYTHON, RunningServer
+from conftest import EVERYTHING, KITCHEN, PYTHON, RunningServer
 
 from cubepi import AgentTool, AgentToolResult, TextContent
 from cubepi.errors import UserError
@@ -225,3 +225,19 @@ def test_policies_with_paging_compare_without_their_store() -> None:
     one, two = (Policies.create(max_output_chars=5, page_results=True) for _ in range(2))
     assert one == two and one.pages is not two.pages
     assert one.pages is not None and one.pages.bound == 1_000_000
+
+
+async def test_a_long_resource_read_by_the_model_is_paged_too() -> None:
+    if not EVERYTHING.exists():
+        pytest.skip("test servers not installed: npm ci --prefix tests")
+    uri = "demo://resource/static/document/architecture.md"
+    server = StdioServer(str(EVERYTHING), ["stdio"])
+    async with await load_mcp_tools(
+        server, resources=True, max_output_chars=300, page_results=True, timeout=30
+    ) as loaded:
+        tools = by_name(loaded)
+        whole_text = text_of(AgentToolResult(content=await loaded.read_resource(uri)))
+        assert len(whole_text) > 900
+        result = await tools["read_resource"].execute({"uri": uri})
+        whole, reads = await read_all(tools, result)
+        assert whole == whole_text and reads >= 3
