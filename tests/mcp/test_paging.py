@@ -241,3 +241,14 @@ async def test_a_long_resource_read_by_the_model_is_paged_too() -> None:
         result = await tools["read_resource"].execute({"uri": uri})
         whole, reads = await read_all(tools, result)
         assert whole == whole_text and reads >= 3
+
+
+async def test_refresh_keeps_read_more_and_what_it_kept(kitchen_http: RunningServer) -> None:
+    loaded = await load_mcp_tools_http(kitchen_http.url, max_output_chars=100, page_results=True)
+    message = long_text(250)
+    result = await by_name(loaded)["echo"].execute({"message": message})
+    await loaded.refresh(force=True)
+    tools = by_name(loaded)
+    assert [name for name in tools if name.endswith("read_more")] == ["read_more"]
+    whole, _ = await read_all(tools, result)
+    assert whole == message
