@@ -252,3 +252,39 @@ async def test_refresh_keeps_read_more_and_what_it_kept(kitchen_http: RunningSer
     assert [name for name in tools if name.endswith("read_more")] == ["read_more"]
     whole, _ = await read_all(tools, result)
     assert whole == message
+
+
+def test_a_list_keeps_exactly_its_bound_and_references_count_from_one() -> None:
+    from cubepi.mcp._policies import Policies
+
+    policies = Policies.create(max_output_chars=2, page_results=10)
+    store = policies.pages
+    assert store is not None
+
+    def cut(text: str) -> AgentToolResult:
+        return policies.render({"content": [{"type": "text", "text": text}]})
+
+    def read(ref: str, offset: int = 2) -> AgentToolResult:
+        return store.read(ref, offset, 5, "read_more")
+
+    first, second = cut("xxaaaaa"), cut("xxbbbbb")  # 5 + 5 characters kept: the bound, exactly
+    refs = [result.details["truncated"]["ref"] for result in (first, second)]
+    assert re.fullmatch(r"[0-9a-f]{8}-1", refs[0]) and refs[1] == refs[0][:-1] + "2"
+    assert text_of(read(refs[0])) == "aaaaa" and text_of(read(refs[1])) == "bbbbb"
+    cut("xxc")  # one character more: the oldest goes
+    assert read(refs[0]).is_error and text_of(read(refs[1])) == "bbbbb"
+    exact = cut("xx" + "d" * 10)  # a rest as long as the bound is kept (alone)
+    assert text_of(read(exact.details["truncated"]["ref"])).startswith("ddddd[5 more characters")
+    assert read(refs[1]).is_error
+    malformed = read(refs[0][:-1] + "x")
+    assert malformed.is_error and "unknown reference" in text_of(malformed)
+    assert Policies.create(max_output_chars=1, page_results=1).pages.bound == 1  # type: ignore[union-attr]
+
+
+def test_each_list_pickles_to_its_own_store() -> None:
+    from cubepi.mcp._policies import Policies
+
+    one, two = (Policies.create(max_output_chars=5, page_results=100) for _ in range(2))
+    assert pickle.loads(pickle.dumps(one)).pages is one.pages
+    assert pickle.loads(pickle.dumps(two)).pages is two.pages
+    assert one.pages is not two.pages
