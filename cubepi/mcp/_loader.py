@@ -7,6 +7,7 @@ A loaded list lists its server again on `refresh()` with the same policies, thro
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,6 +27,7 @@ from ._limits import (
 )
 from ._logs import server_logs
 from ._offers import ServerOffers, offer_tools
+from ._paging import READ_MORE, read_more_tool
 from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
 from ._protocol import ProtocolSetting, needs_definition
 from ._requests import server_requests
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
     import httpx2
     from mcp.client.session import ElicitationFnT, ListRootsFnT, SamplingFnT
     from mcp.types import LoggingLevel
+
+logger = logging.getLogger("cubepi.mcp")
 
 __all__ = ["Lister", "load_mcp_tools", "load_mcp_tools_http", "load_mcp_tools_stdio"]
 
@@ -66,6 +70,7 @@ async def load_mcp_tools(
     tasks: bool = True,
     resources: bool = False,
     prompts: bool = False,
+    page_results: bool | int = False,
 ) -> MCPToolList:
     """Connect to `server`, list its tools (following pagination), disconnect; one `AgentTool` per tool.
 
@@ -130,6 +135,10 @@ async def load_mcp_tools(
     ``resources=True`` adds tools for the model to read the server's resources (``read_resource``,
     ``list_resources``, one typed tool per resource template) and ``prompts=True`` to get its prompts
     (``list_prompts``, ``get_prompt``); see docs/resources-prompts-instructions.md.
+
+    ``page_results=True`` (or a bound in characters; True: 1,000,000) keeps the text `max_output_chars`
+    cuts, per list and oldest dropped first, and adds a ``read_more`` tool: a cut result ends with the
+    reference and offset to read on from (see docs/policies.md).
     """
     for option, value in (("tasks", tasks), ("resources", resources), ("prompts", prompts)):
         if not isinstance(value, bool):
@@ -146,6 +155,7 @@ async def load_mcp_tools(
         needs_approval=needs_approval,
         max_concurrency=max_concurrency,
         hidden_arguments=hidden_arguments,
+        page_results=page_results,
     )
     timeouts = Timeouts.from_options(timeout, startup_timeout, max_duration)
     if isinstance(server, MCPConnection):
@@ -231,6 +241,13 @@ class Lister:
                 templates=templates,
                 taken=[tool.name for tool in listing.tools],
             )
+        pages, size = self.policies.pages, self.policies.max_output_chars
+        if strict and pages is not None and size is not None:
+            name = self.policies.name_of(READ_MORE)
+            if any(tool.name == name for tool in listing.tools):
+                logger.warning("not adding the tool %r: a tool of that name is listed", name)
+            else:
+                listing.tools.append(read_more_tool(pages, size, name, self.runner.describe()))
         return listing
 
     def build(
@@ -291,6 +308,7 @@ async def load_mcp_tools_stdio(
     tasks: bool = True,
     resources: bool = False,
     prompts: bool = False,
+    page_results: bool | int = False,
 ) -> MCPToolList:
     """Load the tools of a stdio MCP server started as ``command args...``.
 
@@ -334,6 +352,7 @@ async def load_mcp_tools_stdio(
         tasks=tasks,
         resources=resources,
         prompts=prompts,
+        page_results=page_results,
     )
 
 
@@ -364,6 +383,7 @@ async def load_mcp_tools_http(
     tasks: bool = True,
     resources: bool = False,
     prompts: bool = False,
+    page_results: bool | int = False,
 ) -> MCPToolList:
     """Load the tools of an MCP server over HTTP: ``"streamable-http"``, ``"sse"`` or ``"auto"``.
 
@@ -400,4 +420,5 @@ async def load_mcp_tools_http(
         tasks=tasks,
         resources=resources,
         prompts=prompts,
+        page_results=page_results,
     )

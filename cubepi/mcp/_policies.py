@@ -3,14 +3,15 @@
 Every policy is a keyword argument of `load_mcp_tools`, `load_mcp_tools_stdio` and `load_mcp_tools_http`.
 `Policies` is data: `Policies.create(...)` checks them all before anything connects; the loader selects
 and names the listed tools with it (`select`); each call applies the rest in one place (`_tool.MCPRun`):
-the concurrency limit, `retry_count` retries, and `render` (the renderer, then `max_output_chars`).
+the concurrency limit, `retry_count` retries, and `render` (the renderer, then `max_output_chars`, whose
+cut text `page_results` keeps for the list's ``read_more`` tool: `_paging`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel
@@ -19,6 +20,7 @@ from ..errors import UserError
 from ..tools import AgentToolResult, Content, ImageContent, TextContent
 from ._content import render_mcp_content
 from ._hidden import check_hidden
+from ._paging import READ_MORE, PageStore, check_page_results, read_on, register
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
@@ -98,6 +100,7 @@ class Policies:
     needs_approval: ApprovalSetting = False
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY
     hidden_arguments: Mapping[str, Any] | None = None  # `_hidden`: parameters the application sets
+    pages: PageStore | None = field(default=None, compare=False, repr=False)  # `page_results`: `_paging`
 
     @classmethod
     def create(
@@ -112,6 +115,7 @@ class Policies:
         needs_approval: ApprovalSetting = False,
         max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY,
         hidden_arguments: Mapping[str, Any] | None = None,
+        page_results: bool | int = False,
     ) -> Policies:
         """Check the loader's policy arguments; a wrong one raises `UserError` before anything connects."""
         if prefix is not None and (not isinstance(prefix, str) or not prefix):
@@ -138,6 +142,7 @@ class Policies:
             isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1
         ):
             raise UserError(f"max_concurrency must be a positive int or None, got {max_concurrency!r}")
+        bound = check_page_results(page_results, max_output_chars)
         return cls(
             prefix=prefix,
             include=_names("include", include),
@@ -148,6 +153,7 @@ class Policies:
             needs_approval=needs_approval,
             max_concurrency=max_concurrency,
             hidden_arguments=check_hidden(hidden_arguments),
+            pages=None if bound is None else register(PageStore(bound)),
         )
 
     # -- selecting and naming -------------------------------------------------------------------------------
@@ -218,17 +224,32 @@ class Policies:
     # -- rendering -----------------------------------------------------------------------------------------
 
     def render(self, raw: Any) -> AgentToolResult:
-        """The raw `CallToolResult` as the model sees it: `result_renderer`, then `max_output_chars`."""
+        """The raw `CallToolResult` as the model sees it: `result_renderer`, then `max_output_chars` (the
+        cut text kept for ``read_more`` under `page_results`)."""
         if self.result_renderer is None:
             if self.max_output_chars is None:
                 return render_mcp_content(raw)
-            raw, cut = _clip_raw(raw, self.max_output_chars)
+            if self.pages is None:  # nothing to keep: the text is cut before it is rendered
+                raw, cut = _clip_raw(raw, self.max_output_chars)
+                result = render_mcp_content(raw)
+                return _clip_result(result, self.max_output_chars, already_cut=cut)
             result = render_mcp_content(raw)
-            return _clip_result(result, self.max_output_chars, already_cut=cut)
-        result = _as_result(self.result_renderer(raw), raw)
+        else:
+            result = _as_result(self.result_renderer(raw), raw)
         if self.max_output_chars is not None:
-            result = _clip_result(result, self.max_output_chars, already_cut=None)
+            keep = self._keep if self.pages else None
+            result = _clip_result(result, self.max_output_chars, already_cut=None, keep=keep)
         return result
+
+    def _keep(self, text: str, kept: int) -> tuple[str | None, str]:
+        """Keep the cut part of `text` (the result's whole text, `kept` characters shown) for
+        ``read_more``: its reference and the line saying how to read on."""
+        assert self.pages is not None
+        ref = self.pages.keep(text[kept:], kept)
+        if ref is None:
+            bound = self.pages.bound
+            return None, f"\n[the rest is too long to keep for reading on (page_results={bound:,})]"
+        return ref, "\n" + read_on(self.name_of(READ_MORE), ref, kept, len(text))
 
 
 def _as_result(rendered: Any, raw: Any) -> AgentToolResult:
@@ -302,8 +323,15 @@ def _clip_raw(raw: Any, limit: int) -> tuple[Any, _Cut]:
     return raw.model_copy(update={"content": clipped}), cut
 
 
-def _clip_result(result: AgentToolResult, limit: int, *, already_cut: _Cut | None) -> AgentToolResult:
-    """Cut the text of a rendered result to `limit` characters and say how much went."""
+def _clip_result(
+    result: AgentToolResult,
+    limit: int,
+    *,
+    already_cut: _Cut | None,
+    keep: Callable[[str, int], tuple[str | None, str]] | None = None,
+) -> AgentToolResult:
+    """Cut the text of a rendered result to `limit` characters and say how much went; `keep` (of the
+    whole text and the characters shown) keeps the rest and says how to read on."""
     if already_cut is not None and already_cut.cut:
         cut = already_cut  # the raw blocks were clipped; only the marker is left to add
         content = list(result.content)
@@ -323,14 +351,22 @@ def _clip_result(result: AgentToolResult, limit: int, *, already_cut: _Cut | Non
                 content.append(TextContent(block.text[:room]))
         if cut.cut == 0:
             return result
+    marker = cut.marker()
+    truncated: dict[str, Any] = {"total_chars": cut.total, "kept_chars": cut.kept, "limit": cut.limit}
+    if keep is not None:
+        whole = "".join(block.text for block in result.content if isinstance(block, TextContent))
+        ref, hint = keep(whole, cut.kept)
+        marker += hint
+        if ref is not None:
+            truncated["ref"] = ref
     texts = [i for i, block in enumerate(content) if isinstance(block, TextContent)]
     if texts:
         last = texts[-1]
         block = content[last]
         assert isinstance(block, TextContent)
-        content[last] = TextContent(block.text + cut.marker())
+        content[last] = TextContent(block.text + marker)
     else:
-        content.append(TextContent(cut.marker().lstrip("\n")))
+        content.append(TextContent(marker.lstrip("\n")))
     details = dict(result.details)
-    details["truncated"] = {"total_chars": cut.total, "kept_chars": cut.kept, "limit": cut.limit}
+    details["truncated"] = truncated
     return AgentToolResult(content=content, details=details, is_error=result.is_error)

@@ -40,6 +40,7 @@ POLICIES = (
     "result_renderer",
     "needs_approval",
     "max_concurrency",
+    "page_results",
 )
 
 
