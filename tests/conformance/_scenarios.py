@@ -41,8 +41,9 @@ CALL_EVERY_TOOL = {"http-standard-headers", "http-invalid-tool-headers"}
 """Scenarios that watch every call the client makes: each tool the client kept is called, with sample
 arguments (`http-invalid-tool-headers` serves tools with malformed `x-mcp-header`s, which must be dropped)."""
 
-ASKS_FOR_INPUT = {"elicitation-sep1034-client-defaults", "sep-2322-client-request-state"}
-"""Scenarios whose server elicits input mid-call; the client answers with `accept_with_defaults`."""
+ASKS_FOR_INPUT = {"elicitation-sep1034-client-defaults", "sep-2322-client-request-state", "request-metadata"}
+"""Scenarios whose client takes elicitation requests: the server elicits input mid-call, or checks the
+declared capability (`request-metadata`); the client answers with `accept_with_defaults`."""
 
 LOADS_ONLY_PREFIX = "sep-2640-"
 """Skills-extension scenarios (SEP-2640): they judge what a client reads; loading tools must read nothing."""

@@ -118,9 +118,10 @@ NO_DPOP = Expected(
     "no DPoP proof in the token request",
 )
 NO_PUBLIC_JWT_BEARER = Expected(
-    "the mcp SDK 2.3 has no RFC 7523 JWT-bearer grant for a public client (the workload authenticates with "
-    "its JWT only, auth method none): its one JWT-bearer provider, IdentityAssertionOAuthProvider, "
-    "refuses to be built without a client secret",
+    "the mcp SDK 2.3 has no RFC 7523 JWT-bearer grant for a public client (a workload with its JWT only, "
+    "auth method none): PrivateKeyJWTOAuthProvider sends such a JWT as a client assertion in a "
+    "client_credentials grant, which the scenario refuses, and IdentityAssertionOAuthProvider, the one "
+    "JWT-bearer provider, refuses to be built without a client secret",
     "client_secret is required",
 )
 NO_DEFAULT_RESULT_TYPE = Expected(
