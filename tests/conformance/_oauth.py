@@ -8,12 +8,12 @@ code in the suite's redirect goes straight back to the provider.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
+from _scenarios import scenario_context
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.auth.extensions.client_credentials import (
     ClientCredentialsOAuthProvider,
@@ -77,12 +77,6 @@ class HeadlessApproval:
         return result
 
 
-def scenario_context() -> dict[str, str]:
-    """The scenario's data from `MCP_CONFORMANCE_CONTEXT` (empty when the scenario sends none)."""
-    context: dict[str, str] = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    return context
-
-
 async def authorization_server(server_url: str) -> str:
     """The issuer that the server's protected resource metadata names, standing in for configuration."""
     prm_url = build_protected_resource_metadata_discovery_urls(None, server_url)[0]
@@ -117,7 +111,7 @@ async def oauth_for(scenario: str, server_url: str) -> httpx2.Auth:
             assertion_provider=signer.create_assertion_provider(),
             issuer=await authorization_server(server_url),
         )
-    if scenario == "auth/cross-app-access-complete-flow":
+    if scenario == "auth/enterprise-managed-authorization":
         return IdentityAssertionOAuthProvider(
             server_url,
             MemoryStorage(),
@@ -127,10 +121,26 @@ async def oauth_for(scenario: str, server_url: str) -> httpx2.Auth:
             assertion_provider=_id_jag_from_idp(context),
             token_endpoint_auth_method="client_secret_basic",
         )
+    if scenario == "auth/wif-jwt-bearer":
+        # RFC 7523's JWT-bearer grant with the workload's own JWT, as a public client (auth method `none`):
+        # the SDK's one JWT-bearer provider takes confidential clients only, so it refuses to be built
+        workload_jwt: str = context["valid_jwt"]
+
+        async def assertion(audience: str, resource: str) -> str:
+            return workload_jwt
+
+        return IdentityAssertionOAuthProvider(
+            server_url,
+            MemoryStorage(),
+            client_id=context["client_id"],
+            client_secret="",
+            issuer=await authorization_server(server_url),
+            assertion_provider=assertion,
+        )
     return _authorization_code(scenario, server_url, context)
 
 
-def _id_jag_from_idp(context: dict[str, str]) -> Callable[[str, str], Awaitable[str]]:
+def _id_jag_from_idp(context: dict[str, Any]) -> Callable[[str, str], Awaitable[str]]:
     """SEP-990 leg 1: trade the IdP's ID token for an ID-JAG (RFC 8693 token exchange at the IdP)."""
 
     async def fetch(audience: str, resource: str) -> str:
@@ -153,7 +163,7 @@ def _id_jag_from_idp(context: dict[str, str]) -> Callable[[str, str], Awaitable[
     return fetch
 
 
-def _authorization_code(scenario: str, server_url: str, context: dict[str, str]) -> OAuthClientProvider:
+def _authorization_code(scenario: str, server_url: str, context: dict[str, Any]) -> OAuthClientProvider:
     """Authorization code with PKCE; a pre-registered client when the scenario names one, else registration.
 
     The client-id metadata URL is offered only where the scenario is about it: elsewhere the suite may try

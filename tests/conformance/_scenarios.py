@@ -1,12 +1,15 @@
 """What each client scenario of the conformance suite expects a client to do, shared by both clients.
 
 Every scenario's test server is started by the suite, which runs the client with the server URL as its last
-argument and the scenario's name in `MCP_CONFORMANCE_SCENARIO`. A client lists the tools, then calls the
-tool the scenario watches for (`auth/` scenarios serve one tool, `test-tool`, and watch the OAuth flow).
+argument, the scenario's name in `MCP_CONFORMANCE_SCENARIO` and the revision it runs at in
+`MCP_CONFORMANCE_PROTOCOL_VERSION` (both clients leave the revision to negotiation, as a user would). A
+client lists the tools, then makes the calls the scenario watches for (`auth/` scenarios serve one tool,
+`test-tool`, and watch the OAuth flow).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
@@ -14,16 +17,36 @@ from typing import Any
 import mcp.types as types
 from mcp.client.context import ClientRequestContext
 
-CALLS: dict[str, tuple[str, dict[str, Any]] | None] = {
-    "initialize": None,
-    "tools_call": ("add_numbers", {"a": 5, "b": 3}),
-    "sse-retry": ("test_reconnection", {}),
-    "elicitation-sep1034-client-defaults": ("test_client_elicitation_defaults", {}),
-}
-"""Plain scenarios: the tool call each one checks for (`None`: it only checks the handshake and listing)."""
+Call = tuple[str, dict[str, Any]]
+"""A tool call: the tool's name and its arguments."""
 
-ASKS_FOR_INPUT = {"elicitation-sep1034-client-defaults"}
-"""Scenarios whose server elicits input mid-call; the client answers with `accept_with_defaults`."""
+CALLS: dict[str, list[list[Call]]] = {
+    "initialize": [],
+    "request-metadata": [],
+    "json-schema-ref-no-deref": [],
+    "tools_call": [[("add_numbers", {"a": 5, "b": 3})]],
+    "sse-retry": [[("test_reconnection", {})]],
+    "elicitation-sep1034-client-defaults": [[("test_client_elicitation_defaults", {})]],
+    # SEP-2322: a request's input-required state must stay with it while another call runs beside it
+    "sep-2322-client-request-state": [
+        [("test_mrtr_echo_state", {}), ("test_mrtr_unrelated", {})],
+        [("test_mrtr_no_state", {})],
+        [("test_mrtr_no_result_type", {})],
+    ],
+}
+"""Scenarios with fixed calls, in rounds: the calls of a round run at the same time, rounds one after another
+(`[]`: the scenario only checks what loading the tools sends)."""
+
+CALL_EVERY_TOOL = {"http-standard-headers", "http-invalid-tool-headers"}
+"""Scenarios that watch every call the client makes: each tool the client kept is called, with sample
+arguments (`http-invalid-tool-headers` serves tools with malformed `x-mcp-header`s, which must be dropped)."""
+
+ASKS_FOR_INPUT = {"elicitation-sep1034-client-defaults", "sep-2322-client-request-state", "request-metadata"}
+"""Scenarios whose client takes elicitation requests: the server elicits input mid-call, or checks the
+declared capability (`request-metadata`); the client answers with `accept_with_defaults`."""
+
+LOADS_ONLY_PREFIX = "sep-2640-"
+"""Skills-extension scenarios (SEP-2640): they judge what a client reads; loading tools must read nothing."""
 
 
 def scenario_and_url() -> tuple[str, str]:
@@ -33,12 +56,43 @@ def scenario_and_url() -> tuple[str, str]:
     return os.environ["MCP_CONFORMANCE_SCENARIO"], sys.argv[1]
 
 
-def call_for(scenario: str, listed: list[str]) -> tuple[str, dict[str, Any]] | None:
-    """The call `scenario` checks for: its fixed call, or an `auth/` scenario's first listed tool."""
+def scenario_context() -> dict[str, Any]:
+    """The scenario's data from `MCP_CONFORMANCE_CONTEXT` (empty when the scenario sends none)."""
+    context: dict[str, Any] = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    return context
+
+
+SAMPLES: dict[str, Any] = {
+    "string": "x",
+    "number": 2.5,
+    "integer": 1,
+    "boolean": True,
+    "object": {},
+    "array": [],
+}
+
+
+def sample_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """A value of its type for each required parameter of `schema` (`None` for a null or untyped one)."""
+    kinds = {name: spec.get("type", "") for name, spec in schema.get("properties", {}).items()}
+    return {name: SAMPLES.get(kinds.get(name, "")) for name in schema.get("required", [])}
+
+
+def calls_for(scenario: str, listed: dict[str, dict[str, Any]]) -> list[list[Call]]:
+    """The rounds of calls `scenario` checks for, given the listed tools (name to input schema)."""
+    context = scenario_context()
+    if "toolCalls" in context:  # the scenario names its calls (`http-custom-headers`)
+        return [[(call["name"], call["arguments"])] for call in context["toolCalls"]]
     if scenario in CALLS:
         return CALLS[scenario]
+    if scenario in CALL_EVERY_TOOL:
+        return [[(name, sample_arguments(schema))] for name, schema in listed.items()]
+    if scenario == "json-schema-2020-12-preservation":  # echo the focal tool's schema as it was listed
+        return [[("json_schema_echo", {"schema": listed["json_schema_2020_12_tool"]})]]
+    if scenario.startswith(LOADS_ONLY_PREFIX):
+        return []
     if scenario.startswith("auth/"):
-        return (listed[0], {}) if listed else None
+        return [[(name, {})] for name in list(listed)[:1]]
     sys.exit(f"unknown conformance scenario {scenario!r}")
 
 

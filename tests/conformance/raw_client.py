@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import httpx2
 from _oauth import oauth_for
-from _scenarios import ASKS_FOR_INPUT, accept_with_defaults, call_for, scenario_and_url
+from _scenarios import ASKS_FOR_INPUT, accept_with_defaults, calls_for, scenario_and_url
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -28,10 +28,15 @@ async def main() -> None:
         answer = accept_with_defaults if scenario in ASKS_FOR_INPUT else None
         client = await stack.enter_async_context(Client(server, mode="auto", elicitation_callback=answer))
         listed = await client.list_tools()
-        call = call_for(scenario, [tool.name for tool in listed.tools])
-        if call is not None:
-            result = await client.call_tool(*call)
-            logging.info("%s -> %s", call[0], result.content)
+
+        async def call(name: str, arguments: dict[str, Any]) -> None:
+            result = await client.call_tool(name, arguments)
+            logging.info("%s -> %s", name, result.content)
+
+        for calls in calls_for(scenario, {tool.name: tool.input_schema for tool in listed.tools}):
+            async with anyio.create_task_group() as group:
+                for name, arguments in calls:
+                    group.start_soon(call, name, arguments)
 
 
 if __name__ == "__main__":
