@@ -7,6 +7,8 @@ cubepi call read_text_file '{"path": "box/a.txt"}' -- npx -y @modelcontextprotoc
 cubepi call get-sum a=1 b=2 -- npx -y @modelcontextprotocol/server-everything
 cubepi tools --config mcp.json
 cubepi call --config mcp.json files__read_text_file '{"path": "box/a.txt"}'
+cubepi lock -o cubepi.lock -- npx -y @modelcontextprotocol/server-everything
+cubepi lock --check cubepi.lock
 cubepi demo
 ```
 """
@@ -28,6 +30,8 @@ import pydantic
 
 from .errors import CubepiError, SchemaError, UserError
 from .mcp import HttpServer, MCPToolList, StdioServer, load_mcp_tools, load_mcp_tools_from_config
+from .mcp._config import read_mcp_config
+from .mcp._lock import compare, describe_drift, dumps, lock_servers, locked_server_config, matching, read_lock
 from .tools import AgentTool, AgentToolResult, ImageContent, TextContent, ToolUpdate
 
 __all__ = ["main", "signature"]
@@ -70,9 +74,20 @@ number, true, false, null). Only the parameters given are sent: the server appli
 """
 
 
+_LOCK_DESCRIPTION = """\
+Write a lockfile: per server its config (env and header values as ${NAME} references, never the
+values), the protocol found and each tool's definition with its sha256. Loaders given lock=FILE
+refuse, warn of or ask approval for tools that changed (docs/pinning.md).
+
+  cubepi lock -o cubepi.lock -- npx -y @modelcontextprotocol/server-everything
+  cubepi lock --config mcp.json
+  cubepi lock --check cubepi.lock          # exit 1 and print what changed, for CI
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cubepi", description="The tools of any MCP server as typed tools.")
-    sub = parser.add_subparsers(dest="action", metavar="{tools,call,demo}")
+    sub = parser.add_subparsers(dest="action", metavar="{tools,call,lock,demo}")
 
     tools = sub.add_parser("tools", help="list a server's tools with their typed signatures")
     _server_arguments(tools)
@@ -92,6 +107,21 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")
     _server_arguments(call)
 
+    lock = sub.add_parser(
+        "lock",
+        help="pin a server's tool definitions in a lockfile, or check a server against one",
+        description=_LOCK_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    lock.add_argument("-o", "--output", default="cubepi.lock", metavar="FILE", help="default cubepi.lock")
+    lock.add_argument(
+        "--check",
+        metavar="LOCKFILE",
+        help="exit 1 if the servers' tools differ from LOCKFILE (no server options: its own servers)",
+    )
+    _server_arguments(lock)
+    lock.add_argument("command", nargs="*", help="after --: the stdio server's command and arguments")
+
     sub.add_parser("demo", help="start the bundled example server, show its tools and call one (offline)")
     return parser
 
@@ -105,7 +135,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         args.arguments = [*args.arguments, *extra]
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if tail and args.action not in ("tools", "call"):
+    if tail and args.action not in ("tools", "call", "lock"):
         parser.error(f"{args.action or 'cubepi'} takes no server command")
     if args.action == "call":
         args.command = []
@@ -114,7 +144,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
             args.arguments, args.command = args.arguments[:1], args.arguments[1:]
             if args.command and _ITEM.fullmatch(args.command[0]):
                 raise UserError("give the arguments as one JSON object or as key=value pairs, not both")
-    if args.action in ("tools", "call"):
+    if args.action in ("tools", "call", "lock"):
         args.command = [*args.command, *tail]
     return args
 
@@ -170,6 +200,12 @@ async def _load(args: argparse.Namespace) -> tuple[MCPToolList, str]:
     if args.config is None:
         server = _server(args)
         return await load_mcp_tools(server, timeout=args.timeout), server.describe()
+    _only_config(args)
+    tools = await load_mcp_tools_from_config(args.config, timeout=args.timeout)
+    return tools, str(args.config)
+
+
+def _only_config(args: argparse.Namespace) -> None:
     given = [
         option
         for option, value in [
@@ -184,8 +220,6 @@ async def _load(args: argparse.Namespace) -> tuple[MCPToolList, str]:
     ]
     if given:
         raise UserError(f"--config reads the servers from the file; drop {', '.join(given)}")
-    tools = await load_mcp_tools_from_config(args.config, timeout=args.timeout)
-    return tools, str(args.config)
 
 
 async def _tools(args: argparse.Namespace) -> int:
@@ -249,7 +283,39 @@ async def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-_ACTIONS = {"tools": _tools, "call": _call, "demo": _demo}
+def _named_servers(args: argparse.Namespace) -> list[tuple[str, StdioServer | HttpServer]]:
+    """The servers the options name: each server of --config by its name, else the one server."""
+    if args.config is None:
+        return [("server", _server(args))]
+    _only_config(args)
+    return [(item.name, item.server) for item in read_mcp_config(args.config)]
+
+
+async def _lock(args: argparse.Namespace) -> int:
+    if args.check is None:
+        lock = await lock_servers(_named_servers(args), timeout=args.timeout)
+        await anyio.Path(args.output).write_text(dumps(lock), encoding="utf-8")
+        count = sum(len(entry["tools"]) for entry in lock["servers"])
+        print(f"locked {count} tools of {len(lock['servers'])} server(s) in {args.output}")
+        return 0
+    pinned = read_lock(args.check)
+    own = not (args.config or args.url or args.command)
+    servers = [(e.name, locked_server_config(e)) for e in pinned] if own else _named_servers(args)
+    fresh = read_lock(await lock_servers(servers, timeout=args.timeout))
+    lines = []
+    for (_, server), now in zip(servers, fresh, strict=True):
+        drift = compare(matching(pinned, server), [item["definition"] for item in now.tools.values()])
+        lines += describe_drift(drift, server.describe())
+    for line in lines:
+        print(line)
+    if lines:
+        print(f"{args.check}: {len(lines)} difference(s); run `cubepi lock` again once reviewed")
+        return 1
+    print(f"{args.check}: every tool matches")
+    return 0
+
+
+_ACTIONS = {"tools": _tools, "call": _call, "lock": _lock, "demo": _demo}
 
 
 def _show_update(update: ToolUpdate) -> None:

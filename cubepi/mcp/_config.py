@@ -318,6 +318,8 @@ async def load_mcp_tools_from_config(
         if failure is not None:
             raise _naming(*failure) from failure[1]
         result = _ConfigToolList([loaded[item.name] for item in configured])
+        drifts = [loaded[item.name].drift for item in configured]
+        result.drift = merge_changes(d for d in drifts if d is not None) if policies.get("lock") else None
         ensure_unique_names(result)
     except BaseException:
         await _close_all(list(loaded.values()))

@@ -24,6 +24,7 @@ from ._limits import (
     Timeouts,
     check_response_bytes,
 )
+from ._lock import DriftPolicy, LockSource, Pin, pin
 from ._logs import server_logs
 from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
 from ._protocol import ProtocolSetting, needs_definition
@@ -59,6 +60,8 @@ async def load_mcp_tools(
     elicitation_callback: ElicitationFnT | None = None,
     log_level: LoggingLevel | None = None,
     tasks: bool = True,
+    lock: LockSource | None = None,
+    on_drift: DriftPolicy = "refuse",
 ) -> MCPToolList:
     """Connect to `server`, list its tools (following pagination), disconnect; one `AgentTool` per tool.
 
@@ -112,6 +115,11 @@ async def load_mcp_tools(
     (``io.modelcontextprotocol/tasks``), every call consents to run as a task; `execute` then waits for
     the task (polling it, answering its input, cancelling it when the call ends early) and returns its
     result (see docs/long-running-calls.md). False: calls never consent.
+
+    `lock` (a lockfile written by ``cubepi lock``, see docs/pinning.md) pins the tool definitions: a tool
+    that changed since, or is new, is left out (``on_drift="refuse"``, the default), kept with a
+    `DriftWarning` (``"warn"``), or kept needing approval on every call (``"approve"``); removed tools are
+    warned of. The list's `drift` says what differed (a `ToolChanges`).
     """
     if not isinstance(tasks, bool):
         raise UserError(f"tasks must be True or False, got {tasks!r}")
@@ -140,7 +148,10 @@ async def load_mcp_tools(
             raise UserError("a connection's max_response_bytes goes to its server config")
         # On a connection, calls multiplex over one session: only an explicit max_concurrency limits them.
         limit = None if max_concurrency is DEFAULT_MAX_CONCURRENCY else policies.max_concurrency
-        return await server.load(Lister(server.runner(timeouts, limit), policies))
+        pinned = pin(lock, on_drift, server.server) if lock is not None else None
+        loaded = await server.load(Lister(server.runner(timeouts, limit), policies, pinned))
+        loaded.drift = pinned.drift if pinned is not None else None
+        return loaded
     if not isinstance(server, (StdioServer, HttpServer)):
         raise UserError(
             "load_mcp_tools takes a StdioServer or an HttpServer (or a connection from server.connect()), "
@@ -166,7 +177,7 @@ async def load_mcp_tools(
         prespawn=prespawn,
         max_concurrency=policies.max_concurrency,
     )
-    lister = Lister(runner, policies)
+    lister = Lister(runner, policies, pin(lock, on_drift, server) if lock is not None else None)
     try:
         listing = await lister.list(strict=True)
         if prespawn:  # the first spare starts once the tools are listed: loading takes the server's time only
@@ -174,7 +185,9 @@ async def load_mcp_tools(
     except BaseException:
         await runner.shared.aclose()
         raise
-    return MCPToolList.from_listing(listing, lister.relist, shared=runner.shared)
+    tools = MCPToolList.from_listing(listing, lister.relist, shared=runner.shared)
+    tools.drift = lister.pin.drift if lister.pin is not None else None
+    return tools
 
 
 @dataclasses.dataclass
@@ -184,6 +197,7 @@ class Lister:
 
     runner: Runner
     policies: Policies
+    pin: Pin | None = None  # a lockfile's entry for the server (`_lock`)
 
     async def list(self, *, strict: bool) -> Listing:
         """The server's tools now. `strict` (at load): `include` / `exclude` / `retries` may name only
@@ -198,9 +212,13 @@ class Lister:
     ) -> Listing:
         """The tools of a listing (SDK `Tool`s or their dicts), built with the policies."""
         specs = [tool_spec(item) for item in listed]
+        if self.pin is not None:
+            specs = self.pin.select(specs, self.runner.describe())
         policies = self.policies if strict else self.policies.offered_only(s["name"] for s in specs)
         chosen = policies.select(specs, self.runner.describe())
         tools = [build_tool(spec, self.runner, policies, name=name) for name, spec in chosen]
+        if self.pin is not None:
+            self.pin.mark(tools, [spec["name"] for _, spec in chosen])
         ensure_unique_names(tools)
         return Listing(tools, dict(chosen), fresh_until)
 
@@ -243,6 +261,8 @@ async def load_mcp_tools_stdio(
     elicitation_callback: ElicitationFnT | None = None,
     log_level: LoggingLevel | None = None,
     tasks: bool = True,
+    lock: LockSource | None = None,
+    on_drift: DriftPolicy = "refuse",
 ) -> MCPToolList:
     """Load the tools of a stdio MCP server started as ``command args...``.
 
@@ -281,6 +301,8 @@ async def load_mcp_tools_stdio(
         elicitation_callback=elicitation_callback,
         log_level=log_level,
         tasks=tasks,
+        lock=lock,
+        on_drift=on_drift,
     )
 
 
@@ -306,6 +328,8 @@ async def load_mcp_tools_http(
     elicitation_callback: ElicitationFnT | None = None,
     log_level: LoggingLevel | None = None,
     tasks: bool = True,
+    lock: LockSource | None = None,
+    on_drift: DriftPolicy = "refuse",
 ) -> MCPToolList:
     """Load the tools of an MCP server over HTTP: ``"streamable-http"``, ``"sse"`` or ``"auto"``.
 
@@ -337,4 +361,6 @@ async def load_mcp_tools_http(
         elicitation_callback=elicitation_callback,
         log_level=log_level,
         tasks=tasks,
+        lock=lock,
+        on_drift=on_drift,
     )
