@@ -9,6 +9,7 @@ cubepi tools --config mcp.json
 cubepi call --config mcp.json files__read_text_file '{"path": "box/a.txt"}'
 cubepi lock -o cubepi.lock -- npx -y @modelcontextprotocol/server-everything
 cubepi lock --check cubepi.lock
+cubepi codegen -o client.py -- npx -y @modelcontextprotocol/server-everything
 cubepi demo
 ```
 """
@@ -31,7 +32,16 @@ import pydantic
 from .errors import CubepiError, SchemaError, UserError
 from .mcp import HttpServer, MCPToolList, StdioServer, load_mcp_tools, load_mcp_tools_from_config
 from .mcp._config import read_mcp_config
-from .mcp._lock import compare, describe_drift, dumps, lock_servers, locked_server_config, matching, read_lock
+from .mcp._lock import (
+    LockedServer,
+    compare,
+    describe_drift,
+    dumps,
+    lock_servers,
+    locked_server_config,
+    matching,
+    read_lock,
+)
 from .tools import AgentTool, AgentToolResult, ImageContent, TextContent, ToolUpdate
 
 __all__ = ["main", "signature"]
@@ -85,9 +95,18 @@ refuse, warn of or ask approval for tools that changed (docs/pinning.md).
 """
 
 
+_CODEGEN_DESCRIPTION = """\
+Write a Python module with a Pydantic model per tool input (and output) and a typed async function per
+tool, calling through cubepi (stateless). The module passes ruff and mypy --strict (docs/pinning.md).
+
+  cubepi codegen -o client.py -- npx -y @modelcontextprotocol/server-everything
+  cubepi codegen -o client.py --check      # exit 1 if the module's server changed since
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cubepi", description="The tools of any MCP server as typed tools.")
-    sub = parser.add_subparsers(dest="action", metavar="{tools,call,lock,demo}")
+    sub = parser.add_subparsers(dest="action", metavar="{tools,call,lock,codegen,demo}")
 
     tools = sub.add_parser("tools", help="list a server's tools with their typed signatures")
     _server_arguments(tools)
@@ -122,6 +141,21 @@ def _parser() -> argparse.ArgumentParser:
     _server_arguments(lock)
     lock.add_argument("command", nargs="*", help="after --: the stdio server's command and arguments")
 
+    codegen = sub.add_parser(
+        "codegen",
+        help="write a typed Python client module for a server's tools (--check: does it still match?)",
+        description=_CODEGEN_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    codegen.add_argument("-o", "--output", default="client.py", metavar="FILE", help="default client.py")
+    codegen.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if the servers' tools differ from those the module was generated from",
+    )
+    _server_arguments(codegen)
+    codegen.add_argument("command", nargs="*", help="after --: the stdio server's command and arguments")
+
     sub.add_parser("demo", help="start the bundled example server, show its tools and call one (offline)")
     return parser
 
@@ -135,7 +169,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         args.arguments = [*args.arguments, *extra]
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if tail and args.action not in ("tools", "call", "lock"):
+    if tail and args.action not in ("tools", "call", "lock", "codegen"):
         parser.error(f"{args.action or 'cubepi'} takes no server command")
     if args.action == "call":
         args.command = []
@@ -144,7 +178,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
             args.arguments, args.command = args.arguments[:1], args.arguments[1:]
             if args.command and _ITEM.fullmatch(args.command[0]):
                 raise UserError("give the arguments as one JSON object or as key=value pairs, not both")
-    if args.action in ("tools", "call", "lock"):
+    if args.action in ("tools", "call", "lock", "codegen"):
         args.command = [*args.command, *tail]
     return args
 
@@ -291,14 +325,31 @@ def _named_servers(args: argparse.Namespace) -> list[tuple[str, StdioServer | Ht
     return [(item.name, item.server) for item in read_mcp_config(args.config)]
 
 
-async def _lock(args: argparse.Namespace) -> int:
-    if args.check is None:
+async def _codegen(args: argparse.Namespace) -> int:
+    from .codegen import embedded_lock, generate
+
+    if not args.check:
         lock = await lock_servers(_named_servers(args), timeout=args.timeout)
-        await anyio.Path(args.output).write_text(dumps(lock), encoding="utf-8")
+        await anyio.Path(args.output).write_text(generate(lock), encoding="utf-8")
         count = sum(len(entry["tools"]) for entry in lock["servers"])
-        print(f"locked {count} tools of {len(lock['servers'])} server(s) in {args.output}")
+        print(f"wrote {args.output}: {count} typed tools of {len(lock['servers'])} server(s)")
         return 0
-    pinned = read_lock(args.check)
+    embedded = embedded_lock(await anyio.Path(args.output).read_text(encoding="utf-8"))
+    return await _check(args, read_lock(embedded), args.output)
+
+
+async def _lock(args: argparse.Namespace) -> int:
+    if args.check is not None:
+        return await _check(args, read_lock(args.check), args.check)
+    lock = await lock_servers(_named_servers(args), timeout=args.timeout)
+    await anyio.Path(args.output).write_text(dumps(lock), encoding="utf-8")
+    count = sum(len(entry["tools"]) for entry in lock["servers"])
+    print(f"locked {count} tools of {len(lock['servers'])} server(s) in {args.output}")
+    return 0
+
+
+async def _check(args: argparse.Namespace, pinned: list[LockedServer], name: str) -> int:
+    """Exit status 1 (and what changed) if the servers differ from `pinned`, else 0."""
     own = not (args.config or args.url or args.command)
     servers = [(e.name, locked_server_config(e)) for e in pinned] if own else _named_servers(args)
     fresh = read_lock(await lock_servers(servers, timeout=args.timeout))
@@ -309,13 +360,13 @@ async def _lock(args: argparse.Namespace) -> int:
     for line in lines:
         print(line)
     if lines:
-        print(f"{args.check}: {len(lines)} difference(s); run `cubepi lock` again once reviewed")
+        print(f"{name}: {len(lines)} difference(s); run `cubepi {args.action}` again once reviewed")
         return 1
-    print(f"{args.check}: every tool matches")
+    print(f"{name}: every tool matches")
     return 0
 
 
-_ACTIONS = {"tools": _tools, "call": _call, "lock": _lock, "demo": _demo}
+_ACTIONS = {"tools": _tools, "call": _call, "lock": _lock, "codegen": _codegen, "demo": _demo}
 
 
 def _show_update(update: ToolUpdate) -> None:
