@@ -16,7 +16,7 @@ import json
 import keyword
 import re
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Final
 
 from .errors import UserError
@@ -306,9 +306,9 @@ def _shape(schema: Any) -> tuple[dict[str, Any], set[str]]:
     )
 
 
-def _names(wires: list[str], taken: set[str]) -> dict[str, str]:
-    """Python names for wire names that shadow nothing the module uses (in a class body, a field named
-    like a type would change what later annotations mean)."""
+def _names(wires: list[str], taken: Collection[str]) -> dict[str, str]:
+    """Python names for wire names that shadow no type the module's annotations use (in a class body, a
+    field named like a type would change what later annotations mean)."""
     names = field_names(wires)
     used: set[str] = set()
     for wire, name in names.items():
@@ -357,7 +357,7 @@ def _model(
 ) -> tuple[list[str], dict[str, str]]:
     properties, required = _shape(schema)
     members = {wire: writer.annotation(_parts(sub), f"{hint} {wire}") for wire, sub in properties.items()}
-    names = _names(list(properties), writer.taken)
+    names = _names(list(properties), writer.aliases.values())
     lines = [f"class {class_}(BaseModel):", *_docstring(what, [], "    "), ""]
     lines.append("    model_config = ConfigDict(populate_by_name=True)")
     if properties:
@@ -392,7 +392,8 @@ def _function(
             params += _split(f"{names[wire]}: ", members, ",", "    ")
         else:
             writer.used.add("UNSET")
-            params += _split(f"{names[wire]}: ", [*members, "Unset"], " = UNSET,", "    ")
+            unset = [m for m in members if m != "None"] + ["Unset"] + (["None"] if "None" in members else [])
+            params += _split(f"{names[wire]}: ", unset, " = UNSET,", "    ")
         sub = properties[wire]
         args.append((names[wire], sub.get("description", "") if isinstance(sub, Mapping) else ""))
     params.append(f"    {via}: StdioServer | HttpServer | None = None,")
