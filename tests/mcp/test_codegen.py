@@ -323,7 +323,10 @@ async def test_server_everything_gives_a_working_client(generated: dict[str, Pat
         pytest.skip("test servers not installed: npm ci --prefix tests")
     module = _import(generated["everything-npm"])
     assert (await module.echo(message="hi")).text == "Echo: hi"
-    assert "42" in (await module.get_sum(a=40, b=2)).text
+    assert (await module.get_sum(a=40, b=2)).text == "The sum of 40 and 2 is 42."
+    # The input model's fields are the function's keyword arguments (docs/pinning.md).
+    given = module.GetSumInput(a=1, b=2).model_dump(exclude_unset=True)
+    assert (await module.get_sum(**given)).text == "The sum of 1 and 2 is 3."
     structured = await module.get_structured_content(location="New York")
     output = module.GetStructuredContentOutput.model_validate(structured.details["structuredContent"])
     assert output.temperature is not None
