@@ -523,3 +523,16 @@ def test_the_module_is_importable_as_generated(tmp_path: Path) -> None:
         env={"PYTHONPATH": str(Path(cubepi.codegen.__file__).parents[1]), "PATH": ""},
     )
     assert done.stdout.strip() == "True", done.stderr
+
+
+def test_short_literals_stay_inline_and_deep_unions_end_in_any() -> None:
+    inline, aliased = "a" * 29, "b" * 30  # Literal["a…"] is 40 characters, at most what stays inline
+    nested: dict[str, Any] = {"type": "string"}
+    for _ in range(10):
+        nested = {"anyOf": [nested]}
+    properties = {"x": {"enum": [inline]}, "y": {"enum": [aliased]}, "z": nested}
+    source = generate(lock(server("s", tool("t", properties, required=list(properties)))))
+    got = params(functions(source)["t"])
+    assert got["x"][0] == f"Literal['{inline}']"
+    assert got["y"][0] == "TY"
+    assert got["z"][0] == "Any"
