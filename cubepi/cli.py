@@ -7,6 +7,9 @@ cubepi call read_text_file '{"path": "box/a.txt"}' -- npx -y @modelcontextprotoc
 cubepi call get-sum a=1 b=2 -- npx -y @modelcontextprotocol/server-everything
 cubepi tools --config mcp.json
 cubepi call --config mcp.json files__read_text_file '{"path": "box/a.txt"}'
+cubepi lock -o cubepi.lock -- npx -y @modelcontextprotocol/server-everything
+cubepi lock --check cubepi.lock
+cubepi codegen -o client.py -- npx -y @modelcontextprotocol/server-everything
 cubepi demo
 ```
 """
@@ -29,7 +32,17 @@ import pydantic
 
 from .errors import CubepiError, MCPError, SchemaError, ServerSkippedWarning, UserError
 from .mcp import HttpServer, MCPToolList, StdioServer, load_mcp_tools, load_mcp_tools_from_config
-from .mcp._config import OnError
+from .mcp._config import OnError, read_mcp_config
+from .mcp._lock import (
+    LockedServer,
+    compare,
+    describe_drift,
+    dumps,
+    lock_servers,
+    locked_server_config,
+    matching,
+    read_lock,
+)
 from .tools import AgentTool, AgentToolResult, ImageContent, TextContent, ToolUpdate
 
 __all__ = ["main", "signature"]
@@ -72,9 +85,29 @@ number, true, false, null). Only the parameters given are sent: the server appli
 """
 
 
+_LOCK_DESCRIPTION = """\
+Write a lockfile: per server its config (env and header values as ${NAME} references, never the
+values), the protocol found and each tool's definition with its sha256. Loaders given lock=FILE
+refuse, warn of or ask approval for tools that changed (docs/pinning.md).
+
+  cubepi lock -o cubepi.lock -- npx -y @modelcontextprotocol/server-everything
+  cubepi lock --config mcp.json
+  cubepi lock --check cubepi.lock          # exit 1 and print what changed, for CI
+"""
+
+
+_CODEGEN_DESCRIPTION = """\
+Write a Python module with a Pydantic model per tool input (and output) and a typed async function per
+tool, calling through cubepi (stateless). The module passes ruff and mypy --strict (docs/pinning.md).
+
+  cubepi codegen -o client.py -- npx -y @modelcontextprotocol/server-everything
+  cubepi codegen -o client.py --check      # exit 1 if the module's server changed since
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cubepi", description="The tools of any MCP server as typed tools.")
-    sub = parser.add_subparsers(dest="action", metavar="{tools,call,demo}")
+    sub = parser.add_subparsers(dest="action", metavar="{tools,call,lock,codegen,demo}")
 
     tools = sub.add_parser("tools", help="list a server's tools with their typed signatures")
     _server_arguments(tools)
@@ -94,6 +127,36 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")
     _server_arguments(call)
 
+    lock = sub.add_parser(
+        "lock",
+        help="pin a server's tool definitions in a lockfile, or check a server against one",
+        description=_LOCK_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    lock.add_argument("-o", "--output", default="cubepi.lock", metavar="FILE", help="default cubepi.lock")
+    lock.add_argument(
+        "--check",
+        metavar="LOCKFILE",
+        help="exit 1 if the servers' tools differ from LOCKFILE (no server options: its own servers)",
+    )
+    _server_arguments(lock)
+    lock.add_argument("command", nargs="*", help="after --: the stdio server's command and arguments")
+
+    codegen = sub.add_parser(
+        "codegen",
+        help="write a typed Python client module for a server's tools (--check: does it still match?)",
+        description=_CODEGEN_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    codegen.add_argument("-o", "--output", default="client.py", metavar="FILE", help="default client.py")
+    codegen.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if the servers' tools differ from those the module was generated from",
+    )
+    _server_arguments(codegen)
+    codegen.add_argument("command", nargs="*", help="after --: the stdio server's command and arguments")
+
     sub.add_parser("demo", help="start the bundled example server, show its tools and call one (offline)")
     return parser
 
@@ -107,7 +170,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         args.arguments = [*args.arguments, *extra]
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if tail and args.action not in ("tools", "call"):
+    if tail and args.action not in ("tools", "call", "lock", "codegen"):
         parser.error(f"{args.action or 'cubepi'} takes no server command")
     if args.action == "call":
         args.command = []
@@ -116,7 +179,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
             args.arguments, args.command = args.arguments[:1], args.arguments[1:]
             if args.command and _ITEM.fullmatch(args.command[0]):
                 raise UserError("give the arguments as one JSON object or as key=value pairs, not both")
-    if args.action in ("tools", "call"):
+    if args.action in ("tools", "call", "lock", "codegen"):
         args.command = [*args.command, *tail]
     return args
 
@@ -172,6 +235,14 @@ async def _load(args: argparse.Namespace, *, on_error: OnError = "raise") -> tup
     if args.config is None:
         server = _server(args)
         return await load_mcp_tools(server, timeout=args.timeout), server.describe()
+    _only_config(args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ServerSkippedWarning)  # the failures are printed below the tools
+        tools = await load_mcp_tools_from_config(args.config, timeout=args.timeout, on_error=on_error)
+    return tools, str(args.config)
+
+
+def _only_config(args: argparse.Namespace) -> None:
     given = [
         option
         for option, value in [
@@ -186,10 +257,6 @@ async def _load(args: argparse.Namespace, *, on_error: OnError = "raise") -> tup
     ]
     if given:
         raise UserError(f"--config reads the servers from the file; drop {', '.join(given)}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ServerSkippedWarning)  # the failures are printed below the tools
-        tools = await load_mcp_tools_from_config(args.config, timeout=args.timeout, on_error=on_error)
-    return tools, str(args.config)
 
 
 async def _tools(args: argparse.Namespace) -> int:
@@ -294,7 +361,56 @@ async def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-_ACTIONS = {"tools": _tools, "call": _call, "demo": _demo}
+def _named_servers(args: argparse.Namespace) -> list[tuple[str, StdioServer | HttpServer]]:
+    """The servers the options name: each server of --config by its name, else the one server."""
+    if args.config is None:
+        return [("server", _server(args))]
+    _only_config(args)
+    return [(item.name, item.server) for item in read_mcp_config(args.config)]
+
+
+async def _codegen(args: argparse.Namespace) -> int:
+    from .codegen import embedded_lock, generate
+
+    if not args.check:
+        lock = await lock_servers(_named_servers(args), timeout=args.timeout)
+        await anyio.Path(args.output).write_text(generate(lock), encoding="utf-8")
+        count = sum(len(entry["tools"]) for entry in lock["servers"])
+        print(f"wrote {args.output}: {count} typed tools of {len(lock['servers'])} server(s)")
+        return 0
+    embedded = embedded_lock(await anyio.Path(args.output).read_text(encoding="utf-8"))
+    return await _check(args, read_lock(embedded), args.output)
+
+
+async def _lock(args: argparse.Namespace) -> int:
+    if args.check is not None:
+        return await _check(args, read_lock(args.check), args.check)
+    lock = await lock_servers(_named_servers(args), timeout=args.timeout)
+    await anyio.Path(args.output).write_text(dumps(lock), encoding="utf-8")
+    count = sum(len(entry["tools"]) for entry in lock["servers"])
+    print(f"locked {count} tools of {len(lock['servers'])} server(s) in {args.output}")
+    return 0
+
+
+async def _check(args: argparse.Namespace, pinned: list[LockedServer], name: str) -> int:
+    """Exit status 1 (and what changed) if the servers differ from `pinned`, else 0."""
+    own = not (args.config or args.url or args.command)
+    servers = [(e.name, locked_server_config(e)) for e in pinned] if own else _named_servers(args)
+    fresh = read_lock(await lock_servers(servers, timeout=args.timeout))
+    lines = []
+    for (_, server), now in zip(servers, fresh, strict=True):
+        drift = compare(matching(pinned, server), [item["definition"] for item in now.tools.values()])
+        lines += describe_drift(drift, server.describe())
+    for line in lines:
+        print(line)
+    if lines:
+        print(f"{name}: {len(lines)} difference(s); run `cubepi {args.action}` again once reviewed")
+        return 1
+    print(f"{name}: every tool matches")
+    return 0
+
+
+_ACTIONS = {"tools": _tools, "call": _call, "lock": _lock, "codegen": _codegen, "demo": _demo}
 
 
 def _show_update(update: ToolUpdate) -> None:

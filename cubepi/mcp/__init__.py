@@ -7,6 +7,8 @@ tools = await load_mcp_tools_stdio("npx", ["-y", "@modelcontextprotocol/server-f
 result = await tools[0].execute({"path": "./sandbox"})
 tools = await load_mcp_tools_from_config("mcp.json")   # every server of an `mcpServers` file
 changes = await tools.refresh()                         # list again (honours the server's cache hints)
+tools = await load_mcp_tools_stdio("npx", [...], lock="cubepi.lock")  # pinned definitions (docs/pinning.md)
+tools = await load_mcp_tools_from_lock("cubepi.lock")   # built from the lockfile alone, no listing
 ```
 
 The map (docs/architecture.md has it in full): `_loader` lists a server once and builds `AgentTool`s
@@ -31,8 +33,10 @@ from ._connection import MCPConnection, ToolsChangedCallback
 from ._content import render_mcp_content
 from ._context import CallContext, call_context, current_call_context
 from ._loader import load_mcp_tools, load_mcp_tools_http, load_mcp_tools_stdio
+from ._lock import DriftWarning
 from ._offers import PromptMessage, instructions_prompt
 from ._output import output_model
+from ._pinned import load_mcp_tools_from_lock
 from ._servers import ENV_PASSTHROUGH, HttpServer, StdioServer
 from ._tool import make_mcp_agent_tool
 from ._toollist import MCPToolList, ToolChanges
@@ -40,6 +44,7 @@ from ._toollist import MCPToolList, ToolChanges
 __all__ = [
     "ENV_PASSTHROUGH",
     "CallContext",
+    "DriftWarning",
     "HttpServer",
     "MCPConnection",
     "MCPError",
@@ -55,6 +60,7 @@ __all__ = [
     "instructions_prompt",
     "load_mcp_tools",
     "load_mcp_tools_from_config",
+    "load_mcp_tools_from_lock",
     "load_mcp_tools_http",
     "load_mcp_tools_stdio",
     "make_mcp_agent_tool",

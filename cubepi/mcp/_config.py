@@ -453,6 +453,8 @@ async def load_mcp_tools_from_config(
             name, exc = failure
             raise _naming(name, exc, merged_servers[name]) from exc
         result = _ConfigToolList({item.name: loaded[item.name] for item in configured})
+        drifts = [loaded[item.name].drift for item in configured]
+        result.drift = merge_changes(d for d in drifts if d is not None) if policies.get("lock") else None
         ensure_unique_names(result)
     except BaseException:
         await _close_all(list(loaded.values()))

@@ -25,6 +25,7 @@ from ._limits import (
     Timeouts,
     check_response_bytes,
 )
+from ._lock import DriftPolicy, LockSource, Pin, pin
 from ._logs import server_logs
 from ._offers import ServerOffers, offer_tools
 from ._paging import READ_MORE, read_more_tool
@@ -71,6 +72,8 @@ async def load_mcp_tools(
     resources: bool = False,
     prompts: bool = False,
     page_results: bool | int = False,
+    lock: LockSource | None = None,
+    on_drift: DriftPolicy = "refuse",
 ) -> MCPToolList:
     """Connect to `server`, list its tools (following pagination), disconnect; one `AgentTool` per tool.
 
@@ -139,6 +142,10 @@ async def load_mcp_tools(
     ``page_results=True`` (or a bound in characters; True: 1,000,000) keeps the text `max_output_chars`
     cuts, per list and oldest dropped first, and adds a ``read_more`` tool: a cut result ends with the
     reference and offset to read on from (see docs/policies.md).
+    `lock` (a lockfile written by ``cubepi lock``, see docs/pinning.md) pins the tool definitions: a tool
+    that changed since, or is new, is left out (``on_drift="refuse"``, the default), kept with a
+    `DriftWarning` (``"warn"``), or kept needing approval on every call (``"approve"``); removed tools are
+    warned of. The list's `drift` says what differed (a `ToolChanges`).
     """
     for option, value in (("tasks", tasks), ("resources", resources), ("prompts", prompts)):
         if not isinstance(value, bool):
@@ -172,7 +179,11 @@ async def load_mcp_tools(
             raise UserError("a connection's max_response_bytes goes to its server config")
         # On a connection, calls multiplex over one session: only an explicit max_concurrency limits them.
         limit = None if max_concurrency is DEFAULT_MAX_CONCURRENCY else policies.max_concurrency
-        return await server.load(Lister(server.runner(timeouts, limit), policies, resources, prompts))
+        pinned = pin(lock, on_drift, server.server) if lock is not None else None
+        lister = Lister(server.runner(timeouts, limit), policies, resources, prompts, pinned)
+        loaded = await server.load(lister)
+        loaded.drift = pinned.drift if pinned is not None else None
+        return loaded
     if not isinstance(server, (StdioServer, HttpServer)):
         raise UserError(
             "load_mcp_tools takes a StdioServer or an HttpServer (or a connection from server.connect()), "
@@ -201,7 +212,9 @@ async def load_mcp_tools(
         prespawn=prespawn,
         max_concurrency=policies.max_concurrency,
     )
-    lister = Lister(runner, policies, resources, prompts)
+    lister = Lister(
+        runner, policies, resources, prompts, pin(lock, on_drift, server) if lock is not None else None
+    )
     try:
         listing = await lister.list(strict=True)
         if prespawn:  # the first spare starts once the tools are listed: loading takes the server's time only
@@ -209,7 +222,9 @@ async def load_mcp_tools(
     except BaseException:
         await runner.shared.aclose()
         raise
-    return MCPToolList.from_listing(listing, lister.relist, shared=runner.shared)
+    tools = MCPToolList.from_listing(listing, lister.relist, shared=runner.shared)
+    tools.drift = lister.pin.drift if lister.pin is not None else None
+    return tools
 
 
 @dataclasses.dataclass
@@ -221,6 +236,7 @@ class Lister:
     policies: Policies
     resources: bool = False
     prompts: bool = False
+    pin: Pin | None = None  # a lockfile's entry for the server (`_lock`)
 
     async def list(self, *, strict: bool) -> Listing:
         """The server's tools now. `strict` (at load): `include` / `exclude` / `retries` may name only
@@ -255,11 +271,15 @@ class Lister:
     ) -> Listing:
         """The tools of a listing (SDK `Tool`s or their dicts), built with the policies."""
         specs = [tool_spec(item) for item in listed]
+        if self.pin is not None:
+            specs = self.pin.select(specs, self.runner.describe())
         policies = self.policies if strict else self.policies.offered_only(s["name"] for s in specs)
         chosen = policies.select(specs, self.runner.describe())
         app = [(name, spec) for name, spec in chosen if app_only(spec)]
         chosen = [(name, spec) for name, spec in chosen if not app_only(spec)]
         tools = [build_tool(spec, self.runner, policies, name=name) for name, spec in chosen]
+        if self.pin is not None:
+            self.pin.mark(tools, [spec["name"] for _, spec in chosen])
         ensure_unique_names(tools)
         app_tools = [build_tool(spec, self.runner, policies, name=name) for name, spec in app]
         return Listing(tools, dict(chosen), fresh_until, app_tools)
@@ -309,6 +329,8 @@ async def load_mcp_tools_stdio(
     resources: bool = False,
     prompts: bool = False,
     page_results: bool | int = False,
+    lock: LockSource | None = None,
+    on_drift: DriftPolicy = "refuse",
 ) -> MCPToolList:
     """Load the tools of a stdio MCP server started as ``command args...``.
 
@@ -353,6 +375,8 @@ async def load_mcp_tools_stdio(
         resources=resources,
         prompts=prompts,
         page_results=page_results,
+        lock=lock,
+        on_drift=on_drift,
     )
 
 
@@ -384,6 +408,8 @@ async def load_mcp_tools_http(
     resources: bool = False,
     prompts: bool = False,
     page_results: bool | int = False,
+    lock: LockSource | None = None,
+    on_drift: DriftPolicy = "refuse",
 ) -> MCPToolList:
     """Load the tools of an MCP server over HTTP: ``"streamable-http"``, ``"sse"`` or ``"auto"``.
 
@@ -421,4 +447,6 @@ async def load_mcp_tools_http(
         resources=resources,
         prompts=prompts,
         page_results=page_results,
+        lock=lock,
+        on_drift=on_drift,
     )

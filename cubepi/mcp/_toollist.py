@@ -129,6 +129,8 @@ class MCPToolList(list[AgentTool]):
     which are closed by `aclose()` on this list or when nothing refers to them any more.
     """
 
+    drift: ToolChanges | None = None  # loaded with lock=: how the server differed from the lockfile
+
     def __init__(self, tools: Iterable[AgentTool] = (), *, shared: Shared | None = None) -> None:
         super().__init__(tools)
         self._shared = shared
