@@ -41,6 +41,10 @@ CALL_EVERY_TOOL = {"http-standard-headers", "http-invalid-tool-headers"}
 """Scenarios that watch every call the client makes: each tool the client kept is called, with sample
 arguments (`http-invalid-tool-headers` serves tools with malformed `x-mcp-header`s, which must be dropped)."""
 
+READS_OFFERS = {"http-standard-headers"}
+"""Scenarios that watch resources and prompts requests too: the client lists the resources and reads each,
+lists the prompts and gets each (a required argument given a sample value)."""
+
 ASKS_FOR_INPUT = {"elicitation-sep1034-client-defaults", "sep-2322-client-request-state", "request-metadata"}
 """Scenarios whose client takes elicitation requests: the server elicits input mid-call, or checks the
 declared capability (`request-metadata`); the client answers with `accept_with_defaults`."""

@@ -13,10 +13,10 @@ from typing import Any
 
 import anyio
 from _oauth import oauth_for
-from _scenarios import ASKS_FOR_INPUT, accept_untouched, calls_for, scenario_and_url
+from _scenarios import ASKS_FOR_INPUT, READS_OFFERS, accept_untouched, calls_for, scenario_and_url
 
 from cubepi import AgentTool
-from cubepi.mcp import load_mcp_tools_http
+from cubepi.mcp import MCPToolList, load_mcp_tools_http
 
 
 async def call(tool: AgentTool, arguments: dict[str, Any]) -> None:
@@ -24,6 +24,15 @@ async def call(tool: AgentTool, arguments: dict[str, Any]) -> None:
     logging.info("%s -> %s", tool.name, result.content)
     if result.is_error:
         sys.exit(f"{tool.name} answered with an error: {result.content}")
+
+
+async def read_offers(tools: MCPToolList) -> None:
+    """Read every resource and get every prompt, through the list's API as an application would."""
+    for resource in await tools.list_resources():
+        logging.info("%s -> %s", resource.uri, await tools.read_resource(str(resource.uri)))
+    for prompt in await tools.list_prompts():
+        arguments = {argument.name: "sample" for argument in prompt.arguments or () if argument.required}
+        logging.info("%s -> %s", prompt.name, await tools.get_prompt(prompt.name, arguments))
 
 
 async def main() -> None:
@@ -39,6 +48,8 @@ async def main() -> None:
             async with anyio.create_task_group() as group:
                 for name, arguments in calls:
                     group.start_soon(call, by_name[name], arguments)
+        if scenario in READS_OFFERS:
+            await read_offers(tools)
 
 
 if __name__ == "__main__":

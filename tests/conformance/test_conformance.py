@@ -237,3 +237,13 @@ def test_scenario_passes(
         if failing <= expected.failing:
             raise ExpectedFailure(expected.reason)
     assert verdict.passed, verdict.output
+
+
+def test_resources_and_prompts_headers_are_judged(verdicts: dict[tuple[str, str], Future[Verdict]]) -> None:
+    """At 2026-07-28 the suite checks the headers of resources and prompts requests only when a client
+    makes them: cubepi's client reads the server's resources and gets its prompts, so none is skipped."""
+    run = ("http-standard-headers", "2026-07-28")
+    output = (verdicts[run].result() if run in verdicts else run_scenario(*run)).output
+    for method in ("resources/list", "resources/read", "prompts/list", "prompts/get"):
+        assert f"SUCCESS Client sends correct Mcp-Method header on {method} request" in output, output
+    assert not re.search(r"SKIPPED .* on (resources|prompts)/", output), output
