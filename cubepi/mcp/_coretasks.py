@@ -64,12 +64,19 @@ def _answer() -> Any:
 
 
 async def call_as_task(
-    client: ClientSession, name: str, arguments: Mapping[str, Any], progress: ProgressFnT | None
+    client: ClientSession,
+    name: str,
+    arguments: Mapping[str, Any],
+    progress: ProgressFnT | None,
+    meta: Mapping[str, Any] | None = None,
 ) -> mcp_types.CreateTaskResult | mcp_types.CallToolResult:
-    """``tools/call`` with ``task``: the task the server made (or the result, when it ran the call)."""
+    """``tools/call`` with ``task``: the task the server made (or the result, when it ran the call);
+    `meta` (a call context's) is its ``_meta``."""
     from mcp import types
 
     params = types.CallToolRequestParams(name=name, arguments=dict(arguments), task=types.TaskMetadata())
+    if meta:
+        params.meta = dict(meta)  # type: ignore[assignment]
     raw = await _send_raw(client, types.CallToolRequest(params=params), progress)
     return _answer().validate_python(raw, by_name=False)  # type: ignore[no-any-return]
 

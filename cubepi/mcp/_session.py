@@ -415,7 +415,7 @@ async def call_tool(
         core = tasks is not None and runs_as_core_task(definition, session.protocol)
         try:
             if core:
-                return await _core_task(session, name, arguments, deadline, relay, on_update, hard)
+                return await _core_task(session, name, arguments, meta, deadline, relay, on_update, hard)
             if deadline.watching:
                 first = await deadline.run(functools.partial(send, None, None))
             else:
@@ -455,6 +455,7 @@ async def _core_task(
     session: Session,
     name: str,
     arguments: Mapping[str, Any],
+    meta: Mapping[str, Any] | None,
     deadline: Deadline,
     relay: Any,
     on_update: UpdateCallback | None,
@@ -464,7 +465,7 @@ async def _core_task(
     from ._coretasks import CoreDriver, call_as_task
 
     assert session.tasks is not None
-    send = functools.partial(call_as_task, session.client, name, arguments, relay)
+    send = functools.partial(call_as_task, session.client, name, arguments, relay, meta)
     created = await (deadline.run(send) if deadline.watching else send())
     if not hasattr(created, "task"):
         return created

@@ -15,7 +15,7 @@ from conftest import EVERYTHING, PYTHON, SERVERS, RunningServer, StartServer
 from mcp import types
 
 from cubepi.errors import MCPError, MCPTimeoutError
-from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
+from cubepi.mcp import HttpServer, StdioServer, call_context, load_mcp_tools
 from cubepi.tools import ToolUpdate
 
 CORE = SERVERS / "coretasks.py"
@@ -127,6 +127,15 @@ async def test_a_plain_tool_is_called_plainly_and_a_task_answered_at_once_is_its
     assert (plain.is_error, plain.text) == (False, "plain a")
     assert (quick.is_error, quick.text) == (False, "quick b")
     assert updates.messages == ["quick start"]  # its progress reached the caller
+
+
+async def test_a_call_contexts_meta_goes_with_a_task_call(server: StdioServer | HttpServer) -> None:
+    async with await load_mcp_tools(server, include=["quick"], timeout=WAIT) as tools:
+        with call_context(meta={"user": "ada"}):
+            for_ada = await tools[0].execute({"text": "c"})
+        plain = await tools[0].execute({"text": "d"})
+    assert (for_ada.is_error, for_ada.text) == (False, "quick c for ada")
+    assert plain.text == "quick d"
 
 
 async def test_a_caller_that_cancels_sends_tasks_cancel(

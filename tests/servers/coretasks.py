@@ -20,7 +20,8 @@ names a directory where the test creates files.
   (``after input``) until ``<gate>.2``; then returns ``held <gate>``.
 - ``lost(text)``: the task ends ``completed``, but ``tasks/result`` answers an error: it has no result.
 - ``quick(text)``: task-only, but the server answers the call at once with its result ``quick <text>``,
-  after a progress notification ``quick start``.
+  after a progress notification ``quick start`` (`` for <user>`` added when the call's ``_meta`` has a
+  ``user``).
 - ``plain(text)``: not a task tool: answers ``plain <text>``; a ``tools/call`` with ``task`` is refused.
 
 Every ``tasks/cancel`` appends the task's ``gate`` argument to the file ``CANCELLED`` (when set), every
@@ -188,7 +189,9 @@ async def core_tasks(ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> An
             await ctx.session.send_progress_notification(
                 token, 1, 2, "quick start", related_request_id=ctx.request_id
             )
-        return _text(f"quick {(params.get('arguments') or {}).get('text')}")
+        user = (params.get("_meta") or {}).get("user")
+        text = f"quick {(params.get('arguments') or {}).get('text')}"
+        return _text(text + (f" for {user}" if user else ""))
     if ctx.method == "tools/call":
         if "task" not in params:
             raise MCPError(code=types.INVALID_PARAMS, message=f"{params.get('name')} runs only as a task")
