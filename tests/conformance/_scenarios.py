@@ -45,6 +45,10 @@ READS_OFFERS = {"http-standard-headers"}
 """Scenarios that watch resources and prompts requests too: the client lists the resources and reads each,
 lists the prompts and gets each (a required argument given a sample value)."""
 
+DECLARES_EVERY_CAPABILITY = {"request-metadata"}
+"""Scenarios that judge each client capability declared: the cubepi client adds sampling and roots callbacks
+(`decline_sampling`, `no_roots`), so it declares both."""
+
 ASKS_FOR_INPUT = {"elicitation-sep1034-client-defaults", "sep-2322-client-request-state", "request-metadata"}
 """Scenarios whose client takes elicitation requests: the server elicits input mid-call, or checks the
 declared capability (`request-metadata`); the client answers with `accept_with_defaults`."""
@@ -120,3 +124,15 @@ async def accept_untouched(
 ) -> types.ElicitResult | types.ErrorData:
     """A user who accepts every form without touching a field: cubepi fills the defaults (SEP-1034)."""
     return types.ElicitResult(action="accept", content={})
+
+
+async def decline_sampling(
+    context: ClientRequestContext, params: types.CreateMessageRequestParams
+) -> types.CreateMessageResult | types.ErrorData:
+    """A client with no model to sample: it declines."""
+    return types.ErrorData(code=types.INVALID_REQUEST, message="this client does not sample")
+
+
+async def no_roots(context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+    """A client that shares no roots."""
+    return types.ListRootsResult(roots=[])

@@ -13,7 +13,16 @@ from typing import Any
 
 import anyio
 from _oauth import oauth_for
-from _scenarios import ASKS_FOR_INPUT, READS_OFFERS, accept_untouched, calls_for, scenario_and_url
+from _scenarios import (
+    ASKS_FOR_INPUT,
+    DECLARES_EVERY_CAPABILITY,
+    READS_OFFERS,
+    accept_untouched,
+    calls_for,
+    decline_sampling,
+    no_roots,
+    scenario_and_url,
+)
 
 from cubepi import AgentTool
 from cubepi.mcp import MCPToolList, load_mcp_tools_http
@@ -42,6 +51,8 @@ async def main() -> None:
         options["auth"] = await oauth_for(scenario, url)
     if scenario in ASKS_FOR_INPUT:
         options["elicitation_callback"] = accept_untouched
+    if scenario in DECLARES_EVERY_CAPABILITY:
+        options.update(sampling_callback=decline_sampling, list_roots_callback=no_roots)
     async with await load_mcp_tools_http(url, **options) as tools:
         by_name = {tool.name: tool for tool in tools}
         for calls in calls_for(scenario, {tool.name: tool.input_schema for tool in tools}):

@@ -247,3 +247,12 @@ def test_resources_and_prompts_headers_are_judged(verdicts: dict[tuple[str, str]
     for method in ("resources/list", "resources/read", "prompts/list", "prompts/get"):
         assert f"SUCCESS Client sends correct Mcp-Method header on {method} request" in output, output
     assert not re.search(r"SKIPPED .* on (resources|prompts)/", output), output
+
+
+def test_every_declared_capability_is_judged(verdicts: dict[tuple[str, str], Future[Verdict]]) -> None:
+    """`request-metadata` judges the sampling and roots capabilities only when a client declares them: the
+    cubepi client gives its loader both callbacks, so both are checked (and valid)."""
+    run = ("request-metadata", "2026-07-28")
+    output = (verdicts[run].result() if run in verdicts else run_scenario(*run)).output
+    for capability in ("roots", "sampling", "elicitation"):
+        assert f"SUCCESS Client declares valid {capability} capability" in output, output
