@@ -32,8 +32,8 @@ from ..schema import to_arguments
 from ..tools import AgentTool, AgentToolResult, Content, UpdateCallback
 from ._content import render_mcp_content
 from ._http import recording
-from ._limits import Deadline, timeout_error
-from ._session import list_pages
+from ._limits import Deadline
+from ._session import list_pages, timed_out
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
@@ -98,18 +98,9 @@ async def _bounded(session: Session, request: Callable[[], Any], what: str) -> A
     idle = math.inf if timeouts.call is None else timeouts.call
     hard = math.inf if timeouts.max_duration is None else anyio.current_time() + timeouts.max_duration
     deadline = Deadline(session, idle, hard)
-    with deadline.scope as scope, recording(session.attempt, session.headers, session.auth):
+    with deadline.scope, recording(session.attempt, session.headers, session.auth):
         return await (deadline.run(request) if deadline.watching else request())
-    missed = deadline.missed_start()
-    if scope.deadline >= hard and not deadline.start_failed:
-        assert timeouts.max_duration is not None
-        raise timeout_error(
-            timeouts, session.server, "call", timeouts.max_duration, tool_name=what, what="max_duration"
-        )
-    if missed is not None:
-        raise timeout_error(timeouts, session.server, "startup", missed, tool_name=what)
-    assert timeouts.call is not None
-    raise timeout_error(timeouts, session.server, "call", timeouts.call, tool_name=what)
+    raise timed_out(session, deadline, hard, what)
 
 
 async def answered(session: Session, work: Callable[..., Any], *args: Any) -> Any:

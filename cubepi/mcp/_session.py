@@ -439,16 +439,23 @@ async def call_tool(
                 is_error=True,
                 _meta={"jsonrpc_error": exc.error.model_dump(mode="json", exclude_none=True)},
             )
+    raise timed_out(session, deadline, hard, name)
+
+
+def timed_out(session: Session, deadline: Deadline, hard: float, name: str) -> Exception:
+    """The error of a call-like request (`name`: the tool, URI or prompt) whose `deadline` ran out:
+    `max_duration` (`hard`) passed, the server never started, or `timeout` of silence."""
+    timeouts = session.timeouts
     missed = deadline.missed_start()
-    if scope.deadline >= hard and not deadline.start_failed:
+    if deadline.scope.deadline >= hard and not deadline.start_failed:
         assert timeouts.max_duration is not None
-        raise timeout_error(
+        return timeout_error(
             timeouts, session.server, "call", timeouts.max_duration, tool_name=name, what="max_duration"
         )
     if missed is not None:
-        raise timeout_error(timeouts, session.server, "startup", missed, tool_name=name)
+        return timeout_error(timeouts, session.server, "startup", missed, tool_name=name)
     assert timeouts.call is not None
-    raise timeout_error(timeouts, session.server, "call", timeouts.call, tool_name=name)
+    return timeout_error(timeouts, session.server, "call", timeouts.call, tool_name=name)
 
 
 async def _core_task(
