@@ -140,8 +140,13 @@ def test_the_protocol_found_is_learned_back() -> None:
         }
     )
     learned = Learned(protocol=Protocol("2026-07-28", discover), transport="streamable-http")
-    entry = entry_of("s", HttpServer("http://127.0.0.1/mcp"), learned)
+    server = HttpServer("http://127.0.0.1/mcp")
+    task_only = {**TOOL, "name": "slow", "execution": {"taskSupport": "required"}}
+    lock = {"cubepi_lock": FORMAT, "servers": [server_entry("s", server, learned, [TOOL, task_only])]}
+    assert "null" not in dumps(lock)  # the discover result without its empty fields
+    entry = read_lock(lock)[0]
     back = learned_of(entry)
+    assert set(back.definitions) == {"slow"}  # a call of it needs its definition; of add, not
     assert back.protocol is not None and back.protocol.version == "2026-07-28"
     assert back.protocol.discover == discover
     assert back.transport == "streamable-http"
