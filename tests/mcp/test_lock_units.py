@@ -11,7 +11,7 @@ import pytest
 from mcp import types
 
 from cubepi.errors import UserError
-from cubepi.mcp import HttpServer, StdioServer
+from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools_from_lock
 from cubepi.mcp._lock import (
     FORMAT,
     LockedServer,
@@ -162,3 +162,22 @@ def test_compare_and_hashes() -> None:
     assert compare(entry, []).removed == ("add",)
     assert definition_hash(definition(TOOL)) == definition_hash(definition({**TOOL, "extra": 1}))
     assert definition_hash(definition(TOOL)) != definition_hash(definition({**TOOL, "title": "T"}))
+
+
+async def test_a_list_from_a_lockfile_names_and_checks_as_a_load_would() -> None:
+    one = server_entry("calc", StdioServer("python", ["a.py"]), Learned(), [TOOL])
+    two = server_entry("more", StdioServer("python", ["b.py"]), Learned(), [TOOL])
+    single = {"cubepi_lock": FORMAT, "servers": [one]}
+    async with await load_mcp_tools_from_lock(single, prefix="p") as tools:
+        assert [tool.name for tool in tools] == ["p__add"]
+        assert not hasattr(tools, "servers")  # one server: a plain list
+    with pytest.raises(UserError, match="nope"):
+        await load_mcp_tools_from_lock(single, include=["nope"])  # one server: include names its tools
+    both = {"cubepi_lock": FORMAT, "servers": [one, two]}
+    async with await load_mcp_tools_from_lock(both, include=["add", "nope"]) as tools:
+        assert [tool.name for tool in tools] == ["calc__add", "more__add"]
+        assert list(tools.servers) == ["calc", "more"]  # type: ignore[attr-defined]
+    with pytest.raises(UserError, match="drop prefix"):
+        await load_mcp_tools_from_lock(both, prefix="p")
+    with pytest.raises(UserError, match="tasks must be True or False"):
+        await load_mcp_tools_from_lock(single, tasks="yes")  # type: ignore[arg-type]
