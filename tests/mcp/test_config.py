@@ -152,6 +152,7 @@ async def test_per_server_policies_override_the_shared_ones(tmp_path: Path) -> N
         ({"command": ""}, "server 'bad': StdioServer needs a command"),
         ({"url": "${CUBEPI_TEST_MISSING}"}, "server 'bad': url uses ${CUBEPI_TEST_MISSING}, but"),
         ({"command": "x", "env": {"K": "${input:token}"}}, "env.K: unsupported placeholder ${input:token}"),
+        ({"command": "x", "disabled": "yes"}, "server 'bad': \"disabled\" must be true or false"),
     ],
 )
 async def test_bad_entries_name_the_key_and_the_server(entry: dict[str, Any], message: str) -> None:

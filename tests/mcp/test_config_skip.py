@@ -109,7 +109,11 @@ async def test_all_failing_is_an_empty_list_and_raise_stays_the_default(tmp_path
     with pytest.warns(ServerSkippedWarning):
         tools = await load_mcp_tools_from_config(config, on_error="skip")
     assert list(tools) == [] and list(tools.failures) == ["crash"]
+    assert not tools.closed
     await tools.aclose()
+    assert tools.closed  # closed, though it holds no server's list
+    with pytest.raises(UserError, match="closed"):
+        await tools.refresh()
     with pytest.raises(MCPError, match="server 'crash' of the MCP config"):
         await load_mcp_tools_from_config(config)
     with pytest.raises(UserError, match='on_error must be "raise" or "skip"'):
