@@ -24,7 +24,8 @@ from .mcp import HttpServer, StdioServer
 from .mcp._limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
 from .mcp._lock import LockedServer, learned_of, locked_server_config, read_lock
 from .mcp._policies import Policies
-from .mcp._tool import Stateless, build_tool
+from .mcp._runner import Stateless
+from .mcp._tool import build_tool
 from .schema._names import class_name, field_names
 from .tools import AgentTool, AgentToolResult
 

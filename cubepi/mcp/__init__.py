@@ -13,11 +13,11 @@ tools = await load_mcp_tools_from_lock("cubepi.lock")   # built from the lockfil
 
 The map (docs/architecture.md has it in full): `_loader` lists a server once and builds `AgentTool`s
 whose `run` is `_tool.MCPRun` (the list's policies, applied in one place) over one runner per list
-(`_tool.Stateless`, or a connection's). A call opens a session (`_session.Opening`: the transport of
+(`_runner.Stateless`, or a connection's). A call opens a session (`_session.Opening`: the transport of
 `_stdio` or `_http`, the era of `_protocol`) and sends its request (`_session.call_tool`, bounded by
 `_limits.Deadline`). Resources, prompts and instructions (`_offers`) go the same way. Sessions whose
 end matters are leased (`_keeper.Lease`), owned by the list's keeper
-in each event loop (`_keeper.Keeper`); `_toollist.Shared` is what the calls of one list share.
+in each event loop (`_keeper.Keeper`); `_shared.Shared` is what the calls of one list share.
 Who a call is for (`_context.call_context`: headers, auth, ``_meta``, values) is read where the call
 starts and handed to that call's own session; `_hidden` takes `hidden_arguments` out of the schema.
 

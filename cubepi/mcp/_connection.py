@@ -38,9 +38,9 @@ from ._keeper import Lease
 from ._limits import DEFAULT_TIMEOUT, SAME_AS_TIMEOUT, Timeouts
 from ._offers import PromptMessage, ServerOffers
 from ._protocol import Learned
+from ._runner import Runner
 from ._sdk import ensure_sdk
 from ._session import Opening, Session
-from ._tool import Runner
 from ._toollist import MCPToolList
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from mcp.types import LoggingLevel
 
     from ..tools import Content
-    from ._loader import Lister
+    from ._lister import Lister
     from ._servers import Server
 
 __all__ = ["DetachedConnection", "MCPConnection", "ToolsChangedCallback"]

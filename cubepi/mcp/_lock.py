@@ -26,10 +26,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
 from ._limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
+from ._listing import list_tools
 from ._protocol import Learned, Protocol
+from ._runner import Stateless
 from ._servers import HttpServer, Server, StdioServer
-from ._session import list_tools
-from ._tool import Stateless, tool_spec
+from ._tool import tool_spec
 from ._toollist import ToolChanges
 
 if TYPE_CHECKING:

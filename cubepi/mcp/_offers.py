@@ -33,14 +33,15 @@ from ..tools import AgentTool, AgentToolResult, Content, UpdateCallback
 from ._content import render_mcp_content
 from ._http import recording
 from ._limits import Deadline
-from ._session import list_pages, timed_out
+from ._listing import list_pages
+from ._session import timed_out
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
     from ._policies import Policies
+    from ._runner import Runner
     from ._session import Session
-    from ._tool import Runner
 
 __all__ = [
     "PromptMessage",

@@ -8,10 +8,10 @@ from typing import Any
 from ..errors import UserError
 from ._config import _ConfigToolList
 from ._limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
-from ._loader import Lister
+from ._lister import Lister
 from ._lock import LockSource, learned_of, locked_server_config, read_lock
 from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
-from ._tool import Stateless
+from ._runner import Stateless
 from ._toollist import MCPToolList
 
 __all__ = ["load_mcp_tools_from_lock"]

@@ -2,8 +2,8 @@
 
 `Opening` holds what opening a session takes; its `session` enters the transport (`_stdio` or `_http`) and
 the SDK's `ClientSession` and starts the protocol (`_protocol.start`: adopt a discover result,
-``initialize``, or negotiate), all within the start-up limit, and yields a `Session`. `call_tool` and
-`list_tools` are a session's requests, each bounded by its phase's limit (`_limits.Deadline`).
+``initialize``, or negotiate), all within the start-up limit, and yields a `Session`. `call_tool` is its
+call, bounded by the call's limits (`_limits.Deadline`); its listings are in `_listing`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from ..errors import MCPError
 from ..tools import UpdateCallback
 from . import _errors, _http
 from ._coretasks import runs_as_core_task
@@ -41,7 +40,7 @@ if TYPE_CHECKING:
     from ._servers import HttpServer, Server
     from ._tasks import TaskWatch
 
-__all__ = ["INPUT_ROUNDS", "Interrupted", "Opening", "Session", "call_tool", "list_tools"]
+__all__ = ["INPUT_ROUNDS", "Interrupted", "Opening", "Session", "call_tool", "timed_out"]
 
 logger = logging.getLogger("cubepi.mcp")
 # How many times a 2026-07-28 call may be sent again with the input its server asked for.
@@ -278,78 +277,6 @@ class Opening:
         if self.learn is not None:
             self.learn(session)
         return session
-
-
-async def list_tools(session: Session) -> tuple[list[mcp_types.Tool], int | None]:
-    """Every tool the server lists (`list_pages`), and the shortest ``ttlMs`` of its pages (2026-07-28;
-    None: none given). A tool without a name, or with the name of an earlier one, is skipped with a
-    warning."""
-    ttl: int | None = None
-
-    def keep_ttl(page: mcp_types.ListToolsResult) -> None:
-        nonlocal ttl
-        if session.protocol.stateless:
-            given = page.ttl_ms if "ttl_ms" in page.model_fields_set else 0
-            ttl = given if ttl is None else min(ttl, given)
-
-    tools = await list_pages(session, "list_tools", "tools", on_page=keep_ttl)
-    return _usable(tools, session.server), ttl
-
-
-async def list_pages(
-    session: Session, method: str, field: str, *, on_page: Callable[[Any], None] | None = None
-) -> list[Any]:
-    """Every item of a paginated listing (the client's `method`, the pages' `field`), following
-    ``nextCursor`` to the end within the list timeout; a repeated cursor is an error."""
-    from mcp import types
-
-    timeouts, server = session.timeouts, session.server
-    items: list[Any] = []
-    seen: set[str] = set()
-    cursor: str | None = None
-    session.attempt.phase = "list"
-    limit = timeouts.list
-    deadline = Deadline(session, math.inf if limit is None else limit, math.inf)
-    with deadline.scope, recording(session.attempt, session.headers, session.auth):
-        while True:
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-            request = functools.partial(getattr(session.client, method), params=params)
-            page = await (deadline.run(request) if deadline.watching else request())
-            items.extend(getattr(page, field))
-            if on_page is not None:
-                on_page(page)
-            cursor = page.next_cursor
-            if not cursor:
-                return items
-            if cursor in seen:
-                noun = field.replace("_", " ")
-                raise MCPError(
-                    f"listing the {noun} of {server} failed: the server repeated the pagination cursor "
-                    f"{cursor[:40]!r} after {len(items)} {noun}",
-                    server=server,
-                )
-            seen.add(cursor)
-    missed = deadline.missed_start()
-    if missed is not None:
-        raise timeout_error(timeouts, server, "startup", missed)
-    assert limit is not None
-    raise timeout_error(timeouts, server, "list", limit)
-
-
-def _usable(tools: list[mcp_types.Tool], server: str) -> list[mcp_types.Tool]:
-    usable: list[mcp_types.Tool] = []
-    names: set[str] = set()
-    for tool in tools:
-        if not tool.name:
-            logger.warning("skipping a tool without a name listed by %s", server)
-        elif tool.name in names:
-            logger.warning(
-                "skipping a second tool named %r listed by %s (keeping the first)", tool.name, server
-            )
-        else:
-            names.add(tool.name)
-            usable.append(tool)
-    return usable
 
 
 @functools.cache

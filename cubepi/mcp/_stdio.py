@@ -8,12 +8,10 @@ SIGTERM/SIGKILL of the process group) and adds what the SDK keeps to itself:
 - `StdioProcess`: what the server printed on stderr (a pipe drained as it comes, by a reader callback
   of the asyncio loop: the last 16 KiB for errors, each line to `on_stderr`), its exit code, and when it
   first wrote to stdout;
-- a linear, bounded read of stdout (`_LineAligned`): the SDK joins each chunk to the unfinished line
-  before it (quadratic in a line's length), and would collect a line with no end forever. A line past
-  `max_response_bytes` fails the session with `ResponseTooLarge`;
+- a linear, bounded read of stdout (`_stdio_stdout`). A line past `max_response_bytes` fails the
+  session with `ResponseTooLarge`;
 - the end of the server's whole process group once the transport has closed (a server that exits at once
-  left its children running: ``npx`` starts ``node``), and the end of stdout once the server has exited
-  although such a child holds the pipe open (`_EndsWithServer`).
+  left its children running: ``npx`` starts ``node``).
 
 The SDK's process factory (``mcp.client.stdio._create_platform_compatible_process``, a private name
 pinned by tests/mcp/test_sdk_wording.py) is wrapped once; the wrapper acts only for cubepi's own spawns (a
@@ -37,11 +35,11 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import anyio
 import anyio.to_thread
-from anyio.abc import ByteReceiveStream, Process
+from anyio.abc import Process
 
 from ..errors import MCPError
-from ._limits import ResponseTooLarge
 from ._redact import secret_values
+from ._stdio_stdout import TrackedProcess
 
 if TYPE_CHECKING:
     from mcp.client.stdio import StdioServerParameters
@@ -83,7 +81,6 @@ SPAWN_LIMIT = 3.0
 STDERR_LIMIT = 16 * 1024  # the tail of stderr kept for errors
 MAX_LINE = 64 * 1024  # a longer stderr line reaches `on_stderr` in pieces of this size
 STDERR_SETTLE = 0.5  # how long the end of stderr is waited for once the server is gone
-EXIT_POLL = 1.0  # how often a silent stdout looks whether the server still runs
 
 
 def environment(server: StdioServer) -> dict[str, str]:
@@ -339,99 +336,6 @@ async def _end_group(info: StdioProcess) -> None:
         await terminate_posix_process_tree(process, FORCE_KILL_TIMEOUT)
 
 
-class _EndsWithServer(ByteReceiveStream):
-    """The server's stdout, ended once the server has exited and nothing more arrives for `EXIT_POLL` s,
-    even while a child it left behind holds the pipe open."""
-
-    def __init__(self, inner: ByteReceiveStream, process: Process) -> None:
-        self._inner = inner
-        self._process = process
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        while True:
-            with anyio.move_on_after(EXIT_POLL):
-                return await self._inner.receive(max_bytes)
-            if self._process.returncode is not None:
-                raise anyio.EndOfStream
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class _LineAligned(ByteReceiveStream):
-    """A byte stream whose chunks end at a newline (or the stream's end), lines at most `limit` bytes.
-
-    A line past `limit` raises `ResponseTooLarge` (what fails the session); later reads then end at once,
-    so that the SDK's drain of stdout stops instead of reading the rest of the line. `heard` is called
-    with each chunk that arrives.
-    """
-
-    def __init__(
-        self, inner: ByteReceiveStream, limit: int | None = None, heard: Callable[[], None] | None = None
-    ) -> None:
-        self._inner = inner
-        self._limit = limit
-        self._heard = heard
-        self._rest = b""  # never holds a newline: bytes after the last one of the previous chunk
-        self._failed = False
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        if self._failed:
-            raise anyio.ClosedResourceError
-        parts: list[bytes] = [self._rest] if self._rest else []
-        pending = len(self._rest)  # bytes of the unfinished line in `parts`
-        self._rest = b""
-        while True:
-            try:
-                chunk = await self._inner.receive(max_bytes)
-            except anyio.EndOfStream:
-                if parts:
-                    return b"".join(parts)
-                raise
-            if self._heard is not None:
-                self._heard()
-            cut = chunk.rfind(b"\n")
-            if cut == -1:
-                pending += len(chunk)
-                self._check(pending)
-                parts.append(chunk)
-                continue
-            if self._limit is not None:
-                first = chunk.find(b"\n")
-                self._check(pending + first)
-                if first != cut and self._limit < cut - first:
-                    self._check(max(len(line) for line in chunk[first + 1 : cut].split(b"\n")))
-            parts.append(chunk[: cut + 1])
-            self._rest = chunk[cut + 1 :]
-            return b"".join(parts)
-
-    def _check(self, length: int) -> None:
-        if self._limit is not None and length > self._limit:
-            self._failed = True
-            self._rest = b""
-            raise ResponseTooLarge(self._limit)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class _TrackedProcess:
-    """The SDK's process with cubepi's stdout; everything else is the process itself (registered as an
-    anyio `Process`, which the SDK's tree kill checks for)."""
-
-    def __init__(self, inner: Process, info: StdioProcess) -> None:
-        self._inner = inner
-        stdout = inner.stdout
-        ends = _EndsWithServer(stdout, inner) if stdout is not None else None
-        self.stdout = _LineAligned(ends, info.max_line, info.output_seen) if ends is not None else None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-Process.register(_TrackedProcess)
-
-
 _installed = False
 
 
@@ -453,7 +357,7 @@ def _install() -> None:
         info = _SPAWNING.get()
         if info is None or not isinstance(process, Process):
             return process
-        info.process = tracked = cast(Process, _TrackedProcess(process, info))
+        info.process = tracked = cast(Process, TrackedProcess(process, info.max_line, info.output_seen))
         return tracked
 
     sdk_stdio._create_platform_compatible_process = create

@@ -1,15 +1,8 @@
-"""A tool as data, and the one runner its calls go through.
+"""A tool as data: how an MCP tool definition becomes an `AgentTool`, and what its `run` does.
 
 An MCP tool is an `AgentTool` whose `run` is an `MCPRun`: the tool's name on the wire, the list's
-`Policies`, and the list's runner. `MCPRun` applies the policies in one place (the concurrency limit,
-retries, rendering, the output check) and hands the request to the runner:
-
-- `Stateless` (a loaded list): every call gets a session no earlier call used. Its `request` is chosen
-  when it learns the server (`learn`): on a 2026-07-28 server over Streamable HTTP a call is one POST
-  made from the caller's own task (`_one_request`); every other session, whose end matters (a stdio
-  process, a handshake session, SSE, a server not known yet), is leased (`_leased`): opened and closed
-  by an owner task (`_keeper`), borrowed by the call;
-- a connection's runner (`_connection`), over its one live session.
+`Policies`, and the list's runner (`_runner`). `MCPRun` applies the policies in one place (the
+concurrency limit, retries, rendering, the output check) and hands the request to the runner.
 
 A call of a 2026-07-28 Streamable HTTP tool is these frames: `AgentTool.execute`, `MCPRun.__call__`,
 `Stateless._one_request`, `_session.call_tool`, then the SDK's `ClientSession.send_request`.
@@ -17,39 +10,30 @@ A call of a 2026-07-28 Streamable HTTP tool is these frames: `AgentTool.execute`
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import anyio
 from pydantic import BaseModel
 
-from .._calling import lent_elicitation
 from ..errors import MCPError, MCPTimeoutError, UserError
 from ..schema import schema_to_model, to_arguments
 from ..tools import AgentTool, AgentToolResult, UpdateCallback
-from . import _errors
 from ._context import current_call_context
-from ._errors import Attempt
 from ._hidden import hidden_values, hide, refuse_hidden
-from ._input import with_defaults
-from ._keeper import Keeper, Lease
-from ._limits import CLOSE_MARGIN, DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
+from ._limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
 from ._output import OutputCheck
-from ._protocol import TASKS_EXTENSION, Learned
-from ._sdk import ensure_sdk
-from ._session import Opening, Session, call_tool
-from ._toollist import Shared
+from ._runner import Runner, Stateless
+from ._session import call_tool
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
     from ._policies import Policies
-    from ._servers import HttpServer, Server, StdioServer
+    from ._servers import HttpServer, StdioServer
 
-__all__ = ["MCPRun", "Runner", "SchemaModel", "Stateless", "build_tool", "make_mcp_agent_tool", "tool_spec"]
+__all__ = ["MCPRun", "SchemaModel", "build_tool", "make_mcp_agent_tool", "tool_spec"]
 
 T = TypeVar("T")
 logger = logging.getLogger("cubepi.mcp")
@@ -57,238 +41,6 @@ Work: TypeAlias = Callable[..., Awaitable[Any]]  # (session, *args) -> outcome
 # Pause before retry n (1-based): RETRY_BACKOFF * 2**(n-1), at most RETRY_BACKOFF_MAX seconds.
 RETRY_BACKOFF = 0.1
 RETRY_BACKOFF_MAX = 2.0
-
-
-class Runner:
-    """How the tools of one list reach their server (`Stateless`, or a connection's)."""
-
-    async def request(self, work: Work, *args: Any, tool_name: str | None = None) -> Any:
-        """`await work(session, *args)` on a session to the server; one readable `MCPError` on failure."""
-        raise NotImplementedError
-
-    def limiter(self) -> anyio.CapacityLimiter | None:
-        """The concurrency limit of the list's calls in this event loop (None: none)."""
-        return None
-
-    def remember(self, definitions: Mapping[str, mcp_types.Tool]) -> None:
-        """The listed tools whose calls need their definition (`_protocol.needs_definition`)."""
-
-    def describe(self) -> str:
-        raise NotImplementedError
-
-    def instructions(self) -> str | None:
-        """The server's ``instructions``, as the load found them (None: none sent, or not known)."""
-        return None
-
-
-class Stateless(Runner):
-    """The runner of a loaded list: every call gets a session no earlier call used (see the module
-    docstring). It owns `learned` and replaces it whole when a session finds more (`learn`)."""
-
-    def __init__(
-        self,
-        server: Server,
-        timeouts: Timeouts,
-        *,
-        callbacks: Mapping[str, Any] | None = None,
-        tasks: bool = True,
-        prespawn: bool = False,
-        max_concurrency: int | None = None,
-        learned: Learned | None = None,
-        owned: bool = True,
-    ) -> None:
-        self.server = server
-        self.timeouts = timeouts
-        self.callbacks = dict(callbacks or {})
-        self.tasks = tasks
-        self.prespawn = prespawn
-        self.max_concurrency = max_concurrency
-        self.owned = owned  # a list's runner: aclose() waits for sessions still closing (a limit is a bound)
-        self.shared = Shared(server.describe(), server.kind)
-        self.learned = Learned()
-        self.request = self._leased  # type: ignore[method-assign]
-        self.adopt(learned or Learned())
-
-    def describe(self) -> str:
-        return self.server.describe()
-
-    def instructions(self) -> str | None:
-        protocol = self.learned.protocol
-        return protocol.instructions if protocol is not None else None
-
-    # -- what the runner knows -------------------------------------------------------------------------------
-
-    def adopt(self, learned: Learned) -> None:
-        """Replace what is known of the server, and choose the path of a call for it."""
-        self.learned = learned
-        self._last: Opening | None = None
-        kwargs = dict(self.callbacks)
-        protocol = learned.protocol
-        if self.tasks and protocol is not None and protocol.offers_tasks:
-            kwargs["extensions"] = {TASKS_EXTENSION: {}}
-        self._kwargs = kwargs
-        self.request = self._one_request if learned.one_request else self._leased  # type: ignore[method-assign]
-
-    def learn(self, session: Session) -> None:
-        """What a session found (the protocol, an ``"auto"`` server's transport), kept for later calls."""
-        learned = self.learned
-        if session.protocol != learned.protocol or session.transport != learned.transport:
-            self.adopt(dataclasses.replace(learned, protocol=session.protocol, transport=session.transport))
-
-    def forget_protocol(self) -> None:
-        self.adopt(dataclasses.replace(self.learned, protocol=None))
-
-    def remember(self, definitions: Mapping[str, mcp_types.Tool]) -> None:
-        self.adopt(dataclasses.replace(self.learned, definitions=dict(definitions)))
-
-    def opening(self, keeper: Keeper | None, *, learn: bool = True) -> Opening:
-        """What a session opened now takes (the SDK is imported here first: `_sdk.ensure_sdk`). The last
-        one made for a keeper is reused while nothing changes (it is on every call)."""
-        cached = self._last
-        lent = lent_elicitation()
-        lent = None if lent is None or "elicitation_callback" in self._kwargs else lent
-        call = current_call_context() if self.server.kind == "http" else None
-        call = call if call is not None and call.reaches_transport else None
-        if (
-            cached is not None
-            and cached.keeper is keeper
-            and lent is None
-            and call is None
-            and (cached.learn is not None) == learn
-        ):
-            return cached
-        ensure_sdk()
-        self.server.check_travelled()
-        kwargs = (
-            self._kwargs if lent is None else {**self._kwargs, "elicitation_callback": with_defaults(lent)}
-        )
-        shared, server = self.shared, self.server
-        tasks = (
-            shared.task_watch(self.timeouts, "elicitation_callback" in self.callbacks) if self.tasks else None
-        )
-        opening = Opening(
-            server,
-            self.timeouts,
-            self.learned,
-            kwargs,
-            launch=shared.launch(server) if server.kind == "stdio" else None,
-            keeper=keeper,
-            tasks=tasks,
-            learn=self.learn if learn else None,
-            call=call,
-        )
-        if lent is None and call is None:  # an opening for one user's call is never reused
-            self._last = opening
-        return opening
-
-    def spare_opening(self, keeper: Keeper) -> Opening:
-        """How a spare opens: with what the list knows now, and no way back to the list (which a spare
-        would keep alive)."""
-        return self.opening(keeper, learn=False)
-
-    def limiter(self) -> anyio.CapacityLimiter | None:
-        return None if self.max_concurrency is None else self.shared.limiter(self.max_concurrency)
-
-    # -- the two paths of a request --------------------------------------------------------------------------
-
-    async def _one_request(self, work: Work, *args: Any, tool_name: str | None = None) -> Any:
-        """A 2026-07-28 request over Streamable HTTP: the session adopts the discover result and sends
-        nothing but `work`'s request, from the caller's task; its end tells the server nothing (a
-        cancelled caller aborts the request, which does)."""
-        shared = self.shared
-        shared.check_open()
-        attempt = Attempt(tool_name=tool_name)
-        try:
-            async with self.opening(await shared.keeper(), learn=False).one_request(attempt) as session:
-                return await work(session, *args)
-        except BaseException as exc:
-            if _errors.is_cancellation(exc):
-                raise
-            if self._refused(exc):
-                return await self._leased(work, *args, tool_name=tool_name)
-            _errors.reraise(await attempt.error(exc, self.describe()))
-
-    async def _leased(self, work: Work, *args: Any, tool_name: str | None = None) -> Any:
-        """A request on a leased session (see `_keeper`): a limit that runs out raises at once while the
-        list's keeper goes on closing the session; anything else returns once the session has closed."""
-        shared = self.shared
-        shared.check_open()
-        keeper = await shared.keeper()
-        spare = await self._spare(keeper) if self.prespawn else None
-        lease = spare or self.opening(keeper).leased(tool_name)
-        lease.attempt.tool_name = tool_name
-        try:
-            if keeper is not None:
-                if spare is None:
-                    keeper.own(lease)
-                return await lease.borrow(work, *args, wait=spare is None)
-            async with anyio.create_task_group() as group:
-                group.start_soon(lease.own)
-                return await lease.borrow(work, *args)
-        except BaseException as exc:
-            if _errors.is_cancellation(exc):
-                raise
-            phase = lease.attempt.phase  # the phase it failed in (the owner goes on to close)
-            failure = await self._failure(exc, lease, bounded=keeper is not None and self.owned)
-            if failure is exc:
-                lease.attempt.phase = phase
-            if self._refused(failure):
-                return await self._leased(work, *args, tool_name=tool_name)
-            _errors.reraise(
-                await lease.attempt.error(failure, self.describe(), settled=lease.closed.is_set())
-            )
-        finally:
-            if keeper is not None and self.prespawn:
-                shared.spare_after(keeper, self.spare_opening)
-
-    async def _failure(self, exc: BaseException, lease: Lease, *, bounded: bool) -> BaseException:
-        """What to report for `exc`, once the session has closed; a limit that ran out is a bound (the
-        keeper goes on closing), and a lost connection is reported by what broke it."""
-        if isinstance(exc, MCPTimeoutError) or isinstance(lease.failure, MCPTimeoutError):
-            await lease.settle(CLOSE_MARGIN if bounded else math.inf)
-            return exc
-        await lease.settle()
-        closing = lease.failure
-        if closing is not None and closing is not exc and all(map(_errors.is_lost, _errors.leaves(exc))):
-            return closing
-        return exc
-
-    def _refused(self, exc: BaseException) -> bool:
-        """The server refused the protocol version found at load (its protocol changed): forget it, so that
-        the call is sent once more on a session that finds it again."""
-        refused = any(
-            _errors.sdk_code(leaf) == _errors.UNSUPPORTED_PROTOCOL_VERSION for leaf in _errors.leaves(exc)
-        )
-        if not refused or self.learned.protocol is None or self.server.protocol != "auto":
-            return False
-        self.forget_protocol()
-        return True
-
-    async def _spare(self, keeper: Keeper | None) -> Lease | None:
-        """The waiting spare, for this call, once it has started; None when there is none, or it failed
-        to start (a fresh session then reports why, or works). A spare was opened with the list's
-        callbacks: a call lent other ones opens its own session."""
-        lent = "elicitation_callback" not in self._kwargs and lent_elicitation() is not None
-        lease = None if lent else self.shared.take_spare(keeper)
-        if lease is None:
-            return None
-        try:
-            await lease.ready.wait()
-        except BaseException:
-            lease.interrupt()
-            raise
-        return lease if lease.session is not None else None
-
-    # -- travelling ------------------------------------------------------------------------------------------
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        del state["request"], state["_last"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self.adopt(self.learned)
 
 
 class MCPRun:

@@ -20,7 +20,8 @@ from cubepi.mcp import _http as http_module
 from cubepi.mcp._errors import describe_failure
 from cubepi.mcp._http import _bounded_type, _client_type
 from cubepi.mcp._limits import ResponseTooLarge, check_response_bytes, sse_limit_hit
-from cubepi.mcp._stdio import StdioProcess, _LineAligned, tracking
+from cubepi.mcp._stdio import StdioProcess, tracking
+from cubepi.mcp._stdio_stdout import _LineAligned
 
 
 class Chunks(ByteReceiveStream):

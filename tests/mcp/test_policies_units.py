@@ -12,10 +12,10 @@ import pytest
 from mcp import types
 
 from cubepi import AgentToolResult, ImageContent, MCPError, MCPTimeoutError, TextContent, UserError
-from cubepi.mcp import _policies, _tool
-from cubepi.mcp._loader import Lister
+from cubepi.mcp import _policies, _runner, _tool
+from cubepi.mcp._lister import Lister
 from cubepi.mcp._policies import Policies
-from cubepi.mcp._toollist import Shared
+from cubepi.mcp._shared import Shared
 
 OK = {"content": [{"type": "text", "text": "ok"}]}
 
@@ -24,7 +24,7 @@ def spec(name: str, **annotations: bool) -> dict[str, Any]:
     return {"name": name, "inputSchema": {"type": "object"}, "annotations": annotations or None}
 
 
-class Caller(_tool.Runner):
+class Caller(_runner.Runner):
     """A runner that raises `failures` (in order), then returns `result`; it counts its calls."""
 
     def __init__(self, *failures: BaseException, result: Any = OK) -> None:
@@ -62,7 +62,7 @@ def crash() -> MCPError:
     return MCPError("calling tool 'read' failed: the server closed the connection", tool_name="read")
 
 
-def build(caller: _tool.Runner, *tools: dict[str, Any], **options: Any) -> dict[str, Any]:
+def build(caller: _runner.Runner, *tools: dict[str, Any], **options: Any) -> dict[str, Any]:
     listing = Lister(caller, Policies.create(**options)).build(list(tools))
     return {t.name: t for t in listing.tools}
 
