@@ -75,14 +75,17 @@ class _SecretNoter:
     values of the credential headers, the static ones and the resolved ones become secrets of the session."""
 
     def __init__(self, names: tuple[str, ...]) -> None:
-        self.names = names
+        self.names = frozenset(name.encode() for name in names)
 
     async def __call__(self, request: httpx2.Request) -> None:
         scope = _SCOPE.get()
         if scope is not None:
             attempt, extra, _ = scope
-            names = (*self.names, *(extra or ()))
-            attempt.add_secrets(secret_values(request.headers[n] for n in names if n in request.headers))
+            names = self.names | {name.lower().encode() for name in extra} if extra else self.names
+            headers = request.headers
+            found = [value for key, value in headers.raw if key.lower() in names]
+            if found:
+                attempt.add_secrets(secret_values(value.decode(headers.encoding) for value in found))
 
 
 @functools.cache
