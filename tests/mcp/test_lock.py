@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -91,8 +92,9 @@ async def test_warn_keeps_changed_tools(tmp_path: Path, served: tuple[Path, Path
     version, log, server = served
     lock = await _alock(tmp_path, version, log)
     version.write_text("2")
-    with pytest.warns(DriftWarning, match="'greet' changed.*kept"):
+    with pytest.warns(DriftWarning) as caught:
         tools = await load_mcp_tools(server, lock=lock, on_drift="warn")
+    assert any(re.search("'greet' changed.*kept", str(w.message)) for w in caught)
     assert sorted(t.name for t in tools) == ["added", "greet"]
     assert not any(t.needs_approval for t in tools)
     result = await next(t for t in tools if t.name == "greet").execute({"name": "Ada"})
