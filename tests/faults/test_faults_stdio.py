@@ -68,6 +68,18 @@ async def test_server_crashes_mid_call() -> None:
     await leaks.check()
 
 
+async def test_server_crashes_while_listing_names_the_listing() -> None:
+    leaks = Leaks()
+    with pytest.raises(MCPError) as caught:
+        await load_mcp_tools(stdio_server("crash_list"), timeout=10)
+    error = caught.value
+    assert not isinstance(error, MCPTimeoutError)
+    assert "listing the tools of" in str(error)
+    assert "failure while listing" in (error.stderr or "")
+    await still_works()
+    await leaks.check()
+
+
 @pytest.mark.parametrize(
     ("mode", "phase", "where"),
     [("hang_init", "initialize", "initializing"), ("hang_list", "list", "listing the tools of")],

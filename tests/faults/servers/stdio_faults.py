@@ -12,6 +12,7 @@ exit          prints to stderr and exits with code 3 before reading anything
 crash_call    answers initialize (or discover) and list, then dies (exit 7, stderr message) on tools/call
 hang_init     reads requests but never answers initialize or server/discover
 hang_list     never answers tools/list
+crash_list    answers initialize (or discover), then dies (exit 5, stderr message) on tools/list
 hang_call     never answers tools/call
 deaf_call     on tools/call stops reading stdin and sleeps (ignores EOF, must be killed)
 noise         writes non-JSON lines to stdout around every answer, and one more when stdin closes
@@ -238,6 +239,10 @@ def main() -> None:
         elif method == "tools/list":
             if MODE == "hang_list":
                 continue
+            if MODE == "crash_list":
+                sys.stderr.write("crash_list: failure while listing\n")
+                sys.stderr.flush()
+                os._exit(5)
             cache = UNCACHED if modern else {}
             if MODE == "cursor_same":
                 reply(request_id, {"tools": TOOLS[:1], "nextCursor": "page-2", **cache}, modern)
