@@ -80,6 +80,8 @@ async def test_every_line_in_one_read_is_bounded() -> None:
         with pytest.raises(ResponseTooLarge):
             await _LineAligned(Chunks(chunk), limit=5).receive()
     assert await read_all(_LineAligned(Chunks(b"a\nxxxxx\nb\n"), limit=5)) == [b"a\nxxxxx\nb\n"]
+    with pytest.raises(ResponseTooLarge):  # a middle line one byte past the limit
+        await _LineAligned(Chunks(b"a\nxxxxxx\nb\n"), limit=5).receive()
 
 
 async def test_the_rest_after_the_last_newline_counts_toward_the_next_line() -> None:
