@@ -170,6 +170,18 @@ async def test_a_stateless_stdio_call_to_a_server_that_never_starts_is_a_startup
     assert "raise startup_timeout" in str(caught.value)
 
 
+async def test_a_start_up_limit_shorter_than_timeout_ends_a_silent_new_process_at_it() -> None:
+    """A new process that never answers ends the call at `startup_timeout` (2 s), not later at `timeout`
+    (20 s) or the two added up."""
+    pinned = StdioServer(PYTHON, [str(SLOW_INIT)], protocol="2026-07-28")
+    echo = make_mcp_agent_tool(ECHO, pinned, timeout=20, startup_timeout=2)
+    started = time.monotonic()
+    with pytest.raises(MCPTimeoutError) as caught:
+        await echo.execute({"message": "hi"})
+    assert time.monotonic() - started < 12, "the call outlived its start-up limit"
+    assert (caught.value.phase, caught.value.limit) == ("startup", 2.0)
+
+
 async def test_a_stateless_stdio_call_gets_its_timeout_once_the_server_is_up() -> None:
     # The server takes 3 s to start, longer than `timeout`: the call waits for it within startup_timeout.
     pinned = StdioServer(PYTHON, [str(SLOW_INIT)], env={"SLOW_INIT_SECONDS": "3"}, protocol="2026-07-28")
