@@ -137,3 +137,16 @@ async def test_a_server_silent_to_the_probe_gets_the_handshake_after_the_discove
     async with await load_mcp_tools(StdioServer(PYTHON, faults), include=["echo"], timeout=30) as tools:
         assert methods(record) == ["server/discover", "initialize", "notifications/initialized", "tools/list"]
         assert (await tools[0].execute({"message": "hi"})).text == "hi"
+
+
+async def test_a_slow_starter_that_took_the_probe_after_all_is_probed_again(tmp_path: Path) -> None:
+    """The probe's answer comes after `DISCOVER_LIMIT`, but the server took it: it refuses the handshake that
+    follows (-32022, it serves 2026-07-28 now). The session asks ``server/discover`` again and is answered."""
+    from cubepi.mcp import StdioServer, load_mcp_tools
+
+    hold = tmp_path / "hold-first-discover"
+    hold.touch()  # the answer to the first probe never gets through
+    kitchen = [PYTHON, str(SERVERS / "kitchen.py")]
+    relay = [str(SERVERS / "late_discover.py"), "--first-only", str(hold), *kitchen]
+    async with await load_mcp_tools(StdioServer(PYTHON, relay), include=["echo"], timeout=30) as tools:
+        assert (await tools[0].execute({"message": "hi"})).text == "hi"
