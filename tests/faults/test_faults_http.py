@@ -141,6 +141,25 @@ async def test_server_error_500(http_faults: HttpFaults, transport: str) -> None
     await leaks.check()
 
 
+@pytest.mark.parametrize(("status", "reason"), [(200, None), (299, None), (300, "HTTP 300 Multiple Choices")])
+async def test_a_2xx_answer_is_no_http_error_from_300_on_it_is(
+    http_faults: HttpFaults, status: int, reason: str | None
+) -> None:
+    """Only a status of 300 or more is the endpoint's HTTP error: any 2xx answer that is not JSON-RPC is a
+    malformed answer, and the error does not blame an HTTP status."""
+    http_faults.clear()
+    url = http_faults.url(f"/status/{status}")
+    with pytest.raises(MCPError) as caught:
+        await load_mcp_tools(HttpServer(url, transport="streamable-http"), timeout=10)
+    message = str(caught.value)
+    if reason is None:
+        assert "the server sent a malformed answer" in message and "HTTP 2" not in message
+    else:
+        assert reason in message and "malformed" not in message
+        # A redirect says nothing of the protocol era: the discover probe is not followed by a handshake.
+        assert [record["method"] for record in http_faults.records()] == ["POST"]
+
+
 async def test_server_stops_mid_stream_is_a_prompt_mcp_error(http_faults: HttpFaults) -> None:
     """An SSE response that ends without an answer: the SDK says so, and the call fails at once."""
     leaks = Leaks()

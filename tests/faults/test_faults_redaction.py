@@ -45,6 +45,9 @@ async def test_a_token_in_a_401_reason_phrase(
         await load_mcp_tools(server, timeout=10)
     assert "HTTP 401 Denied for ***" in str(caught.value)  # the reason is shown, the token is not
     assert_nowhere(caught.value, caplog)
+    # The HTTP stack's own log line is kept, with the token masked: it is still there to debug with.
+    logged = [record.getMessage() for record in caplog.records if record.name == "httpx2"]
+    assert any(line.endswith('"HTTP/1.1 401 Denied for ***"') for line in logged), logged
     await leaks.check()
 
 

@@ -218,6 +218,21 @@ async def test_a_prompt_session_end_returns_its_answer_read(monkeypatch: pytest.
         assert response.content == b"done"
 
 
+async def test_a_body_past_the_limit_is_closed_not_left_holding_its_connection() -> None:
+    """A body read for the caller (not streamed) that goes past the limit raises, and the response is closed:
+    its connection goes back, rather than waiting, half read, for the garbage collector."""
+    bodies: list[Slow] = []
+
+    async def answer(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(Slow(b"x" * 8, b"x" * 8))
+        return httpx2.Response(200, headers={"content-type": "application/json"}, stream=bodies[-1])
+
+    async with client_with(httpx2.MockTransport(answer), 10) as client:
+        with pytest.raises(ResponseTooLarge, match="max_response_bytes=10 "):
+            await client.send(client.build_request("POST", "http://127.0.0.1:9/mcp"))
+        assert bodies[0].closed
+
+
 def test_the_client_keeps_the_server_limit() -> None:
     from cubepi.mcp._http import http_client
 

@@ -100,3 +100,53 @@ async def test_a_server_past_2026_since_load_is_probed_again(tmp_path: Path) -> 
     enveloped = [VERSION_KEY in call["params"].get("_meta", {}) for call in calls]
     assert enveloped == [True, True, False, False]  # the refused call, sent again in the handshake era
     assert [call["params"]["arguments"]["message"] for call in calls[1:]] == ["refused once"] * 2 + ["after"]
+
+
+def methods(record: Path) -> list[str]:
+    return [m["method"] for m in map(json.loads, record.read_text().splitlines()) if "method" in m]
+
+
+async def test_a_server_refusing_the_probe_for_handshake_versions_gets_the_handshake_first(
+    tmp_path: Path,
+) -> None:
+    """``server/discover`` refused with -32022 naming only handshake-era versions: the session shakes hands
+    before it lists (a strict server answers nothing before ``initialize``), and the calls do the same."""
+    from cubepi.mcp import StdioServer, load_mcp_tools
+
+    record = tmp_path / "record.jsonl"
+    faults = [str(STDIO_FAULTS), "ok", "--record", str(record), "--refuse-discover"]
+    async with await load_mcp_tools(StdioServer(PYTHON, faults), include=["echo"], timeout=30) as tools:
+        loading = methods(record)
+        assert "server/discover" in loading[: loading.index("initialize")]
+        handshake = loading[loading.index("initialize") :]
+        assert handshake == ["initialize", "notifications/initialized", "tools/list"]
+        record.write_text("")
+        assert (await tools[0].execute({"message": "hi"})).text == "hi"
+    assert methods(record)[:3] == ["initialize", "notifications/initialized", "tools/call"]
+
+
+async def test_a_server_silent_to_the_probe_gets_the_handshake_after_the_discover_limit(
+    tmp_path: Path,
+) -> None:
+    """A handshake-era server may ignore a method it does not know: the probe gets `DISCOVER_LIMIT` seconds,
+    then ``initialize`` is sent and the server is loaded and called as the handshake-era server it is."""
+    from cubepi.mcp import StdioServer, load_mcp_tools
+
+    record = tmp_path / "record.jsonl"
+    faults = [str(STDIO_FAULTS), "ok", "--record", str(record), "--ignore-discover"]
+    async with await load_mcp_tools(StdioServer(PYTHON, faults), include=["echo"], timeout=30) as tools:
+        assert methods(record) == ["server/discover", "initialize", "notifications/initialized", "tools/list"]
+        assert (await tools[0].execute({"message": "hi"})).text == "hi"
+
+
+async def test_a_slow_starter_that_took_the_probe_after_all_is_probed_again(tmp_path: Path) -> None:
+    """The probe's answer comes after `DISCOVER_LIMIT`, but the server took it: it refuses the handshake that
+    follows (-32022, it serves 2026-07-28 now). The session asks ``server/discover`` again and is answered."""
+    from cubepi.mcp import StdioServer, load_mcp_tools
+
+    hold = tmp_path / "hold-first-discover"
+    hold.touch()  # the answer to the first probe never gets through
+    kitchen = [PYTHON, str(SERVERS / "kitchen.py")]
+    relay = [str(SERVERS / "late_discover.py"), "--first-only", str(hold), *kitchen]
+    async with await load_mcp_tools(StdioServer(PYTHON, relay), include=["echo"], timeout=30) as tools:
+        assert (await tools[0].execute({"message": "hi"})).text == "hi"

@@ -49,6 +49,20 @@ def test_bad_configurations_are_user_errors() -> None:
         HttpServer("http://example.com/mcp", transport="websocket")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("protocol", ["2099-01-01", "2025-06-18", 5])
+def test_a_protocol_the_sdk_does_not_speak_is_refused_with_the_choices(protocol: object) -> None:
+    """Only "auto", "legacy" or a 2026-07-28+ revision the installed SDK speaks can be pinned; the error
+    lists them. (A handshake-era revision is not pinned: "legacy" finds it.)"""
+    choices = "protocol must be one of 'auto', 'legacy', '2026-07-28'"
+    with pytest.raises(UserError, match=choices) as caught:
+        StdioServer("python", ["server.py"], protocol=protocol)  # type: ignore[arg-type]
+    assert str(caught.value).endswith(f"; got {protocol!r}")
+    with pytest.raises(UserError, match=choices):
+        HttpServer("http://example.com/mcp", protocol=protocol)  # type: ignore[arg-type]
+    for good in ("auto", "legacy", "2026-07-28"):
+        assert StdioServer("python", ["server.py"], protocol=good).protocol == good
+
+
 def test_import_without_the_mcp_extra_then_a_clear_error() -> None:
     script = textwrap.dedent(
         """
@@ -79,3 +93,8 @@ async def test_loader_arguments_are_checked_before_connecting() -> None:
         await load_mcp_tools(StdioServer("/nonexistent/server"), timeout=0)
     with pytest.raises(UserError, match="timeout"):
         await load_mcp_tools(StdioServer("/nonexistent/server"), timeout="30")  # type: ignore[arg-type]
+    positive = "must be a positive number of seconds or None"
+    with pytest.raises(UserError, match=f"startup_timeout {positive}, got -1"):
+        await load_mcp_tools(StdioServer("/nonexistent/server"), startup_timeout=-1)
+    with pytest.raises(UserError, match=f"max_duration {positive}, got 0"):
+        await load_mcp_tools(StdioServer("/nonexistent/server"), max_duration=0)

@@ -214,6 +214,16 @@ async def test_without_progress_timeout_applies(leaks: LeakChecker) -> None:
     assert caught.value.limit == 1.0 and "no result or progress" in str(caught.value)
 
 
+async def test_a_silent_call_ends_at_its_timeout_even_just_under_max_duration() -> None:
+    """`timeout` (1 s) runs out before `max_duration` (1.5 s): the error is the timeout's, not
+    max_duration's."""
+    hang = make_mcp_agent_tool(spec("hang"), behaviour(), timeout=1.0, startup_timeout=30, max_duration=1.5)
+    with pytest.raises(MCPTimeoutError) as caught:
+        await hang.execute({})
+    assert (caught.value.phase, caught.value.limit) == ("call", 1.0)
+    assert "no result or progress for 1 s" in str(caught.value) and "max_duration" not in str(caught.value)
+
+
 # -- output schemas ------------------------------------------------------------------------------------------
 
 

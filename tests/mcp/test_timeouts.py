@@ -11,6 +11,7 @@ import inspect
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import pytest
 from conftest import PYTHON, SERVERS, LeakChecker, RunningServer, StartServer
@@ -170,8 +171,38 @@ async def test_a_stateless_stdio_call_to_a_server_that_never_starts_is_a_startup
     assert "raise startup_timeout" in str(caught.value)
 
 
+async def test_a_start_up_limit_shorter_than_timeout_ends_a_silent_new_process_at_it() -> None:
+    """A new process that never answers ends the call at `startup_timeout` (2 s), not later at `timeout`
+    (20 s) or the two added up."""
+    pinned = StdioServer(PYTHON, [str(SLOW_INIT)], protocol="2026-07-28")
+    echo = make_mcp_agent_tool(ECHO, pinned, timeout=20, startup_timeout=2)
+    started = time.monotonic()
+    with pytest.raises(MCPTimeoutError) as caught:
+        await echo.execute({"message": "hi"})
+    assert time.monotonic() - started < 12, "the call outlived its start-up limit"
+    assert (caught.value.phase, caught.value.limit) == ("startup", 2.0)
+
+
 async def test_a_stateless_stdio_call_gets_its_timeout_once_the_server_is_up() -> None:
     # The server takes 3 s to start, longer than `timeout`: the call waits for it within startup_timeout.
     pinned = StdioServer(PYTHON, [str(SLOW_INIT)], env={"SLOW_INIT_SECONDS": "3"}, protocol="2026-07-28")
     echo = make_mcp_agent_tool(ECHO, pinned, timeout=2, startup_timeout=60)
     assert (await echo.execute({"message": "hi"})).text == "hi"
+
+
+async def test_a_start_up_probe_the_sdk_gave_up_on_is_asked_again(tmp_path: Path) -> None:
+    """The first ``server/discover`` beside a new process's call goes unanswered past the SDK's own bound on
+    one probe (10 s), within `startup_timeout`: it is asked again, and once its answer shows the server is
+    up, the call gets `timeout` of silence from then on. The call hangs, so that is how it ends."""
+    hold = tmp_path / "hold-first-discover"
+    hold.touch()  # the answer to the process's first probe never gets through
+    hang = [str(SERVERS.parent / "faults" / "servers" / "stdio_faults.py"), "hang_call"]
+    relay = [str(SERVERS / "late_discover.py"), "--first-only", str(hold), PYTHON, *hang]
+    echo = make_mcp_agent_tool(
+        ECHO, StdioServer(PYTHON, relay, protocol="2026-07-28"), timeout=3, startup_timeout=40
+    )
+    started = time.monotonic()
+    with pytest.raises(MCPTimeoutError) as caught:
+        await echo.execute({"message": "hi"})
+    assert (caught.value.phase, caught.value.limit) == ("call", 3.0)
+    assert time.monotonic() - started < 40

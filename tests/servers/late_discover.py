@@ -1,9 +1,10 @@
 """A stdio relay to an MCP server that holds back its answers to ``server/discover`` while a file exists.
 
-Run: ``python late_discover.py HOLD COMMAND [ARGS...]``. Every line the client writes goes on to the server
-``COMMAND`` at once; every line the server writes comes back at once, except an answer to
+Run: ``python late_discover.py [--first-only] HOLD COMMAND [ARGS...]``. Every line the client writes goes on
+to the server ``COMMAND`` at once; every line the server writes comes back at once, except an answer to
 ``server/discover``, which waits while the file ``HOLD`` exists. A server that is slow to answer the probe
-but quick to answer a call looks like this to the client.
+but quick to answer a call looks like this to the client. With ``--first-only`` only the answer to the first
+probe waits: a slow starter that took the probe after all and answers the next one at once.
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ def parsed(line: bytes) -> dict[str, Any]:
 
 
 def main() -> int:
-    hold = Path(sys.argv[1])
-    server = subprocess.Popen(sys.argv[2:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    args = sys.argv[1:]
+    first_only = args[:1] == ["--first-only"]
+    args = args[1:] if first_only else args
+    hold = Path(args[0])
+    server = subprocess.Popen(args[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert server.stdin is not None and server.stdout is not None
     probes: set[Any] = set()
     out = sys.stdout.buffer
@@ -45,10 +49,12 @@ def main() -> int:
         emit(line)
 
     def forward(source: IO[bytes], sink: IO[bytes]) -> None:
+        seen_probe = False
         for line in source:
             message = parsed(line)
-            if message.get("method") == "server/discover":
+            if message.get("method") == "server/discover" and not (first_only and seen_probe):
                 probes.add(message.get("id"))
+            seen_probe = seen_probe or message.get("method") == "server/discover"
             sink.write(line)
             sink.flush()
         sink.close()

@@ -29,6 +29,9 @@ slow_start    sleeps --size seconds before reading anything (a cold npx start)
 handshake era still served): discover lists only `LATER_VERSION`, any other request in the 2026-07-28 envelope
 is refused with -32022 (unsupported protocol version).
 `--hang-init-if FILE`: once FILE exists, initialize and server/discover are never answered (as `hang_init`).
+`--refuse-discover`: server/discover is refused with -32022 naming only handshake-era versions (a
+handshake-era server that knows the method), in any mode.
+`--ignore-discover`: server/discover is never answered (a handshake-era server that ignores unknown methods).
 `--deaf-at-eof`: once its stdin closes after a tools/call, the server appends `{"eof": true}` to the
 `--record` file and sleeps (ignores the EOF, must be killed), in any mode.
 `--flood MB` writes MB megabytes to stderr at start and during every call, in any mode.
@@ -218,7 +221,13 @@ def main() -> None:
         modern = is_modern(message.get("params"))
         past = PAST_2026 is not None and os.path.exists(PAST_2026)
         hang_init = MODE == "hang_init" or (HANG_INIT_IF is not None and os.path.exists(HANG_INIT_IF))
-        if past and modern and method != "server/discover":
+        if method == "server/discover" and "--ignore-discover" in OPTIONS:
+            continue
+        if method == "server/discover" and "--refuse-discover" in OPTIONS:
+            refused = {"supported": ["2025-06-18"], "requested": MODERN_VERSION}
+            error = {"code": -32022, "message": "Unsupported protocol version", "data": refused}
+            send({"jsonrpc": "2.0", "id": request_id, "error": error})
+        elif past and modern and method != "server/discover":
             refused = {"supported": [LATER_VERSION], "requested": MODERN_VERSION}
             error = {"code": -32022, "message": "Unsupported protocol version", "data": refused}
             send({"jsonrpc": "2.0", "id": request_id, "error": error})
