@@ -97,13 +97,6 @@ def needs_definition(tool: mcp_types.Tool) -> bool:
     return bool(x_mcp_header_map(tool.input_schema))
 
 
-def adopts(setting: ProtocolSetting, known: Protocol | None) -> bool:
-    """Whether a session starts by adopting a discover result it has (or a pinned revision): no request."""
-    if setting == "auto":
-        return known is not None and known.stateless
-    return setting != "legacy"
-
-
 async def start(
     client: ClientSession, setting: ProtocolSetting, known: Protocol | None, attempt: Attempt
 ) -> Protocol:
