@@ -48,7 +48,7 @@ FRESH = "raw SDK, fresh pinned Client"
 PERSISTENT = "raw SDK, persistent Client"
 DASK = "cubepi, Dask 2 workers"
 DASK_MAP = "cubepi, Dask 2 workers, one task per call"
-TARGET = 0.9  # cubepi one process / raw fresh pinned Clients
+TARGET = 0.95  # cubepi one process / raw fresh pinned Clients (issue 32)
 
 
 def connections() -> int:
