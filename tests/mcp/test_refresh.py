@@ -313,3 +313,15 @@ async def test_a_callback_alone_follows_the_server(make_server: MakeServer) -> N
         async with await load_mcp_tools(server) as tools:
             await _add(tools, "extra", "d")
         assert await changed.next() == ToolChanges()
+
+
+@pytest.mark.parametrize("transport", ["http"], indirect=True)
+@pytest.mark.parametrize("era", ["2026-07-28"], indirect=True)
+async def test_a_change_right_after_the_block_opens_is_told(make_server: MakeServer) -> None:
+    # The block starts once the server has acknowledged the listen stream: a change another client makes
+    # at once (its list loaded beforehand, so the change is one request away) is not missed.
+    server = make_server()
+    changed = Recorder()
+    async with await load_mcp_tools(server) as tools, server.connect(on_tools_changed=changed):
+        await _add(tools, "extra", "d")
+        assert await changed.next() == ToolChanges()
