@@ -10,9 +10,11 @@ import logging
 import os
 import subprocess
 import time
+from pathlib import Path
 
 import psutil
 import pytest
+from mcp.client.stdio import PROCESS_TERMINATION_TIMEOUT
 
 from cubepi import MCPError, MCPTimeoutError
 from cubepi.mcp import load_mcp_tools, load_mcp_tools_stdio
@@ -268,6 +270,30 @@ async def test_startup_timeout_is_separate_from_the_call_timeout() -> None:
         )
     assert time.monotonic() - started < 5
     assert caught.value.phase in ("startup", "initialize") and caught.value.limit == 1.0
+    await leaks.check()
+
+
+async def test_a_call_whose_server_hangs_in_initialize_times_out_at_its_limit_not_at_the_servers_end(
+    tmp_path: Path,
+) -> None:
+    """A call's fresh session that never finishes start-up ends at `startup_timeout`, named as such, while
+    the list's keeper goes on closing the server: one that ignores its closed stdin takes the SDK's grace
+    (PROCESS_TERMINATION_TIMEOUT) and a SIGTERM to go, and the caller does not wait for that."""
+    leaks = Leaks()
+    stuck = tmp_path / "stuck"
+    server = stdio_server("ok", "--hang-init-if", str(stuck), "--deaf-when-stuck", protocol="legacy")
+    async with await load_mcp_tools(server, timeout=30, startup_timeout=1.0) as tools:
+        echo = next(item for item in tools if item.name == "echo")
+        assert (await echo.execute({"message": "before"})).text == "before"
+        stuck.touch()
+        started = time.monotonic()
+        with pytest.raises(MCPTimeoutError) as caught:
+            await echo.execute({"message": "hi"})
+        elapsed = time.monotonic() - started
+        assert (caught.value.phase, caught.value.limit) == ("initialize", 1.0)
+        assert_timeout_message(caught.value, "initialize", 1)
+        assert caught.value.tool_name == "echo"
+        assert elapsed < 1.0 + PROCESS_TERMINATION_TIMEOUT, f"took {elapsed:.1f} s"
     await leaks.check()
 
 

@@ -162,6 +162,26 @@ async def test_killed_server_with_auto_reconnect(leaks: LeakChecker) -> None:
     assert not leaks.new_children()
 
 
+async def test_a_reopened_2026_stdio_connection_waits_for_a_slow_start_within_startup_timeout(
+    tmp_path: Path, leaks: LeakChecker
+) -> None:
+    # Reopened, the connection knows the server speaks 2026-07-28 and sends nothing at open: the retried
+    # call is the new process's first request, and waits for its 3 s start within startup_timeout (not
+    # the 2 s `timeout`).
+    slow = tmp_path / "slow-from-now-on"
+    env = {"SLOW_INIT_SECONDS": "3", "SLOW_INIT_IF": str(slow)}
+    pinned = StdioServer(PYTHON, [str(SERVERS / "slow_init.py")], env=env, protocol="2026-07-28")
+    async with pinned.connect(timeout=2, startup_timeout=60, auto_reconnect=True) as conn:
+        [echo] = await load_mcp_tools(conn, timeout=2, startup_timeout=60)
+        assert (await echo.execute({"message": "first"})).text == "first"
+        [pid] = leaks.new_children()
+        slow.touch()
+        await kill(pid)
+        assert (await echo.execute({"message": "again"})).text == "again"
+        assert conn.reconnects == 1
+    assert not leaks.new_children()
+
+
 async def test_concurrent_failures_reconnect_once(leaks: LeakChecker) -> None:
     async with stdio().connect(auto_reconnect=True) as conn:
         tools = by_name(await load_mcp_tools(conn, include=["pid", "hold"]))
@@ -309,6 +329,21 @@ async def test_execute_sync_from_inside_the_loop_is_refused() -> None:
         tools = by_name(await load_mcp_tools(conn, include=["peek"]))
         with pytest.raises(UserError, match="event loop that opened it"):
             tools["peek"].execute_sync({"name": "x"})
+
+
+async def test_a_connections_tools_refuse_another_threads_event_loop() -> None:
+    async with stdio().connect() as conn:
+        tools = by_name(await load_mcp_tools(conn, include=["peek"]))
+        with pytest.raises(UserError, match="belongs to the event loop that opened it"):
+            await anyio.to_thread.run_sync(tools["peek"].execute_sync, {"name": "x"})
+        assert (await tools["peek"].execute({"name": "x"})).text, "the connection still serves its own loop"
+
+
+async def test_include_naming_a_tool_the_connection_does_not_offer_is_refused() -> None:
+    async with stdio().connect() as conn:
+        with pytest.raises(UserError, match=r"include names tool\(s\) 'no_such_tool'"):
+            await load_mcp_tools(conn, include=["pid", "no_such_tool"])
+        assert [tool.name for tool in await load_mcp_tools(conn, include=["pid"])] == ["pid"]
 
 
 async def test_client_callbacks(tmp_path: Path) -> None:

@@ -313,3 +313,37 @@ async def test_a_callback_alone_follows_the_server(make_server: MakeServer) -> N
         async with await load_mcp_tools(server) as tools:
             await _add(tools, "extra", "d")
         assert await changed.next() == ToolChanges()
+
+
+@pytest.mark.parametrize("transport", ["http"], indirect=True)
+@pytest.mark.parametrize("era", ["2026-07-28"], indirect=True)
+async def test_a_change_right_after_the_block_opens_is_told(make_server: MakeServer) -> None:
+    # The block starts once the server has acknowledged the listen stream: a change another client makes
+    # at once (its list loaded beforehand, so the change is one request away) is not missed.
+    server = make_server()
+    changed = Recorder()
+    async with await load_mcp_tools(server) as tools, server.connect(on_tools_changed=changed):
+        await _add(tools, "extra", "d")
+        assert await changed.next() == ToolChanges()
+
+
+@pytest.mark.parametrize("transport", ["stdio"], indirect=True)
+@pytest.mark.parametrize("era", ["2026-07-28"], indirect=True)
+async def test_a_reconnected_connection_follows_its_new_session(make_server: MakeServer) -> None:
+    import psutil
+
+    leaks = LeakChecker()
+    changed = Recorder()
+    async with make_server().connect(on_tools_changed=changed, auto_reconnect=True) as conn:
+        tools = await load_mcp_tools(conn)
+        [pid] = leaks.new_children()
+        server = psutil.Process(pid)
+        server.kill()
+        await anyio.to_thread.run_sync(server.wait, 10)
+        assert (await _tool(tools, "stable").execute({"text": "again"})).text == "again"
+        assert conn.reconnects == 1
+        await _add(tools, "extra", "d")
+        while (changes := await changed.next()) != ToolChanges(added=("extra",)):
+            assert changes == ToolChanges(), changes  # the reconnect's own refresh: nothing changed
+        assert _names(tools)[-1] == "extra"
+    await leaks.assert_clean()

@@ -34,6 +34,8 @@ handshake-era server that knows the method), in any mode.
 `--ignore-discover`: server/discover is never answered (a handshake-era server that ignores unknown methods).
 `--deaf-at-eof`: once its stdin closes after a tools/call, the server appends `{"eof": true}` to the
 `--record` file and sleeps (ignores the EOF, must be killed), in any mode.
+`--deaf-when-stuck`: once its stdin closes after it left an initialize or server/discover unanswered
+(`hang_init`, `--hang-init-if`), the server sleeps (ignores the EOF, must be killed).
 `--flood MB` writes MB megabytes to stderr at start and during every call, in any mode.
 `--secret-at-cut NAME WINDOW` (mode exit) last prints the value of NAME so that the last WINDOW bytes of
 stderr begin 2 characters into it (a tail window cutting the secret).
@@ -206,7 +208,7 @@ def main() -> None:
     if MODE == "slow_start":
         time.sleep(SIZE_MB)
     record = open(RECORD, "a", encoding="utf-8") if RECORD else None  # noqa: SIM115
-    called = False
+    called = stuck = False
     for line in sys.stdin.buffer:
         if not line.strip():
             continue
@@ -233,6 +235,7 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": request_id, "error": error})
         elif method == "initialize":
             if hang_init:
+                stuck = True
                 continue
             version = message.get("params", {}).get("protocolVersion", "2025-06-18")
             reply(
@@ -241,6 +244,7 @@ def main() -> None:
             )
         elif method == "server/discover":  # 2026-07-28: the client's first request, in place of initialize
             if hang_init:
+                stuck = True
                 continue
             served = LATER_VERSION if past else MODERN_VERSION
             discovered = {"supportedVersions": [served], "capabilities": {"tools": {}}, **UNCACHED}
@@ -264,6 +268,9 @@ def main() -> None:
             reply(request_id, {}, modern)
         else:
             send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no method"}})
+    if "--deaf-when-stuck" in OPTIONS and stuck:
+        while True:
+            time.sleep(3600)
     if "--deaf-at-eof" in OPTIONS and called:
         if record is not None:
             record.write(json.dumps({"eof": True}) + "\n")
