@@ -1,10 +1,7 @@
 """`MCPToolList`: the list a loader returns; what the calls of its tools share is `_shared.Shared`.
 
 A loaded list is a plain ``list[AgentTool]`` (indexing, slicing, ``tools + my_tools`` all work) whose tools
-share, in each process, a `Shared`: the list's keeper in each event loop (`_keeper`: sessions still
-closing, the spare stdio server of ``prespawn=True``, the HTTP client and its idle connections), its
-stdio launch parameters (computed once), its concurrency limiters and the calls waiting on tasks. Every
-call still gets a session no earlier call used.
+share, in each process, one `Shared` (its keepers, launch parameters, limiters: see `_shared`).
 
 ```python
 async with await load_mcp_tools_http("https://host/mcp") as tools:
