@@ -107,6 +107,7 @@ class MCPConnection:
         self._learned = Learned()
         self._state = "new"  # -> "open" -> "closed"
         self._lease: Lease | None = None
+        self._opening: Lease | None = None  # a session still starting (the block's end interrupts it)
         self._watching: anyio.CancelScope | None = None  # the current session's listen stream
         self._failure: BaseException | None = None  # why the last (re)open failed
         self._generation = 0  # bumped by every successful open
@@ -172,12 +173,15 @@ class MCPConnection:
         lease, self._lease = self._lease, None
         if self._watching is not None:
             self._watching.cancel()
-        if lease is not None:
-            lease.interrupt()
+        for held in (lease, self._opening):
+            if held is not None:
+                held.interrupt()
 
     async def _open(self) -> None:
-        """Open a session, owned by a child of the block's group; or keep why it failed in `_failure`."""
-        assert self._group is not None
+        """Open a session, owned by a child of the block's group; or keep why it failed in `_failure`.
+        Nothing opens once the block has ended (a reopen can outlast it)."""
+        if self._group is None:
+            return
         from ._stdio import launch_parameters
 
         launch = launch_parameters(self.server) if self.server.kind == "stdio" else None
@@ -186,7 +190,14 @@ class MCPConnection:
         ).leased()
         self._follower.listening = anyio.Event()
         self._group.start_soon(lease.own, name=f"cubepi-mcp-connection {self.describe()}")
-        await lease.ready.wait()
+        self._opening = lease
+        try:
+            await lease.ready.wait()
+        finally:
+            self._opening = None
+        if self._state == "closed":
+            lease.interrupt()
+            return
         if lease.session is None:
             assert lease.failure is not None
             settled = await lease.settle()
@@ -197,7 +208,9 @@ class MCPConnection:
         self._generation += 1
         self._watching = anyio.CancelScope()
         reopened = self._generation > 1
-        self._group.start_soon(self._follower.listen, lease.session, reopened, self._watching)
+        self._group.start_soon(
+            self._follower.listen, lease.session, reopened, self._watching, self.auto_reconnect
+        )
 
     def _learn(self, session: Session) -> None:
         self._learned = dataclasses.replace(

@@ -78,9 +78,10 @@ class Follower:
         if getattr(message, "method", None) == "notifications/tools/list_changed" and not stateless:
             self.signal()
 
-    async def listen(self, session: Session, reopened: bool, scope: anyio.CancelScope) -> None:
+    async def listen(self, session: Session, reopened: bool, scope: anyio.CancelScope, resumes: bool) -> None:
         """Watch the tool list of `session` (a task cancelled with it). After a reconnect the lists
-        refresh: changes made while the connection was down were missed."""
+        refresh: changes made while the connection was down were missed. `resumes`: a connection that
+        reopens (``auto_reconnect``) listens again on its next session."""
         listening = self.listening
         discover = session.protocol.discover
         with scope:
@@ -96,7 +97,8 @@ class Follower:
                 await self.followed.wait()
                 await self._hold(session, listening, reopened)
             except Exception as exc:
-                logger.warning("stopped following the tool list of %s: %s", self.describe, exc)
+                until = " until the connection reopens" if resumes else ""
+                logger.warning("stopped following the tool list of %s%s: %s", self.describe, until, exc)
             finally:
                 listening.set()
 

@@ -182,6 +182,41 @@ async def test_a_reopened_2026_stdio_connection_waits_for_a_slow_start_within_st
     assert not leaks.new_children()
 
 
+async def test_the_block_ending_during_a_reopen_stops_its_start_up(
+    tmp_path: Path, leaks: LeakChecker
+) -> None:
+    """A call reopens the connection, and its new server is stuck starting, when the block ends: the
+    start-up is interrupted (the block's end does not wait for `startup_timeout`), the call fails as closed,
+    and no process is left."""
+    stuck = tmp_path / "stuck"
+    faults = SERVERS.parent / "faults" / "servers" / "stdio_faults.py"
+    server = StdioServer(PYTHON, [str(faults), "ok", "--hang-init-if", str(stuck)], protocol="legacy")
+    failures: list[BaseException] = []
+
+    async def call(echo: AgentTool) -> None:
+        with pytest.raises(UserError) as caught:
+            await echo.execute({"message": "again"})
+        failures.append(caught.value)
+
+    async with anyio.create_task_group() as group:
+        async with server.connect(timeout=60, startup_timeout=60, auto_reconnect=True) as conn:
+            echo = by_name(await load_mcp_tools(conn))["echo"]
+            assert (await echo.execute({"message": "first"})).text == "first"
+            [first] = leaks.new_children()
+            stuck.touch()
+            await kill(first)
+            group.start_soon(call, echo)
+            deadline = time.monotonic() + 30
+            while not leaks.new_children() - {first}:
+                assert time.monotonic() < deadline, "the reopen started no server"
+                await anyio.sleep(0.01)
+            ending = time.monotonic()
+        assert time.monotonic() - ending < 30, "the block's end waited for the stuck start-up"
+    [error] = failures
+    assert "closed" in str(error)
+    await leaks.assert_clean()
+
+
 async def test_concurrent_failures_reconnect_once(leaks: LeakChecker) -> None:
     async with stdio().connect(auto_reconnect=True) as conn:
         tools = by_name(await load_mcp_tools(conn, include=["pid", "hold"]))

@@ -294,6 +294,33 @@ async def test_an_idle_http_list_keeps_no_socket_open(
     await tools.aclose()
 
 
+async def test_the_idle_closer_waits_for_the_next_call(
+    kitchen_http: RunningServer, http_log: HttpLog, leaks: LeakChecker
+) -> None:
+    # Once a list's idle connections are closed, its closer sleeps until a call returns the client again:
+    # an idle list costs no CPU.
+    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
+    echo = by_name(tools)["echo"]
+    assert (await echo.execute({"message": "hi"})).text == "hi"
+    await leaks.assert_clean()
+    [client] = http_log.clients
+    closes: list[None] = []
+    closing = client.close_idle
+
+    async def counted() -> None:
+        closes.append(None)
+        await closing()
+
+    client.close_idle = counted
+    for _ in range(200):
+        await anyio.lowlevel.checkpoint()
+    assert not closes, f"the idle closer ran {len(closes)} times with no call in between"
+    assert (await echo.execute({"message": "again"})).text == "again"
+    await leaks.assert_clean()
+    assert len(closes) == 1, "the call's idle connection is closed once"
+    await tools.aclose()
+
+
 async def test_back_to_back_2026_calls_reuse_one_warm_connection(
     kitchen_http: RunningServer, leaks: LeakChecker
 ) -> None:

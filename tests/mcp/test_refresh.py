@@ -329,7 +329,9 @@ async def test_a_change_right_after_the_block_opens_is_told(make_server: MakeSer
 
 @pytest.mark.parametrize("transport", ["stdio"], indirect=True)
 @pytest.mark.parametrize("era", ["2026-07-28"], indirect=True)
-async def test_a_reconnected_connection_follows_its_new_session(make_server: MakeServer) -> None:
+async def test_a_reconnected_connection_follows_its_new_session(
+    make_server: MakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
     import psutil
 
     leaks = LeakChecker()
@@ -346,4 +348,6 @@ async def test_a_reconnected_connection_follows_its_new_session(make_server: Mak
         while (changes := await changed.next()) != ToolChanges(added=("extra",)):
             assert changes == ToolChanges(), changes  # the reconnect's own refresh: nothing changed
         assert _names(tools)[-1] == "extra"
+    stopped = [record.getMessage() for record in caplog.records if "stopped following" in record.getMessage()]
+    assert all("until the connection reopens" in message for message in stopped), stopped
     await leaks.assert_clean()
