@@ -75,6 +75,13 @@ class RunningServer:
 StartServer = Callable[..., RunningServer]
 
 
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """The suite runs under asyncio (anyio would run each test under every backend installed);
+    tests/mcp/test_trio.py runs under trio."""
+    return "asyncio"
+
+
 @pytest.fixture(scope="session")
 def http_server_factory() -> Iterator[StartServer]:
     """Start HTTP MCP servers on 127.0.0.1 (a free port, passed as ``PORT``); all stopped at session end."""

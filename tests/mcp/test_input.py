@@ -64,3 +64,31 @@ async def test_the_agent_lends_its_callback_and_announces_the_question() -> None
     assert [(e.tool_call_id, e.tool_name, e.message) for e in asked] == [
         ("call-1", "confirm", "Really drop?")
     ]
+
+
+@pytest.mark.parametrize("prespawn", [False, True])
+async def test_the_lists_own_callback_wins_over_the_agents(prespawn: bool) -> None:
+    questions: list[str] = []
+
+    async def ask(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        questions.append(params.message)
+        return await say_yes(context, params)
+
+    async def say_no(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    tools = await load_mcp_tools(
+        annotated("auto"), include=["confirm"], elicitation_callback=ask, prespawn=prespawn
+    )
+    async with tools:
+        provider = FauxProvider([[ToolCall("call-1", "confirm", {"action": "drop"})], "done"])
+        agent = Agent(
+            provider=provider,
+            model=Model(id="faux", provider="faux"),
+            tools=tools,
+            elicitation_callback=say_no,
+        )
+        await agent.prompt("Drop it.")
+    (result,) = (m for m in agent.messages if isinstance(m, ToolResultMessage))
+    assert (result.is_error, result.text) == (False, "drop: confirmed=True")
+    assert questions == ["Really drop?"]

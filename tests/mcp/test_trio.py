@@ -16,7 +16,7 @@ from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
 ERAS = ["auto", "legacy"]  # kitchen answers server/discover (2026-07-28); "legacy" forces the handshake
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "trio"
 
