@@ -533,6 +533,20 @@ async def test_a_spare_that_broke_while_waiting_is_replaced_by_a_fresh_session(
     await wait_until(lambda: not leaks.new_children(), 10.0)
 
 
+async def test_a_handshake_era_spare_with_a_short_timeout_is_used(
+    counter_script: Path, leaks: LeakChecker
+) -> None:
+    # The spare's warm-up listing is bounded by `timeout` alone once the server has started (a handshake-era
+    # server has answered `initialize` by then): one second is enough for it, so the call takes that spare.
+    server = StdioServer(PYTHON, [str(counter_script)], protocol="legacy")
+    async with await load_mcp_tools(server, prespawn=True, timeout=1, startup_timeout=30) as tools:
+        assert await tools._shared.wait_spare(), "the spare started and warmed up within the timeout"
+        spare = next(iter(leaks.new_children()))
+        pid, served = (await tools[0].execute({})).text.split()
+        assert (int(pid), served) == (spare, "1")
+    await wait_until(lambda: not leaks.new_children(), 10.0)
+
+
 async def test_prespawn_back_to_back_and_concurrent_calls(counter_script: Path, leaks: LeakChecker) -> None:
     async with await load_mcp_tools(counter_server(counter_script), prespawn=True) as tools:
         whoami = tools[0]
