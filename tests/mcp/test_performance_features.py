@@ -533,6 +533,15 @@ async def test_a_spare_that_broke_while_waiting_is_replaced_by_a_fresh_session(
     await wait_until(lambda: not leaks.new_children(), 10.0)
 
 
+async def test_without_prespawn_no_spare_is_kept(counter_script: Path, leaks: LeakChecker) -> None:
+    async with await load_mcp_tools(counter_server(counter_script)) as tools:
+        pid, served = (await tools[0].execute({})).text.split()
+        assert served == "1"
+        assert not await tools._shared.wait_spare(), "no spare is started without prespawn=True"
+        await wait_until(lambda: not _running(int(pid)) and not leaks.new_children())  # its server ended
+    assert tools._shared.spawned == 0
+
+
 async def test_a_handshake_era_spare_with_a_short_timeout_is_used(
     counter_script: Path, leaks: LeakChecker
 ) -> None:
