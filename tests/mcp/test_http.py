@@ -118,6 +118,9 @@ async def test_call_timeout_and_cancellation_leave_no_connection(
     with pytest.raises(MCPTimeoutError) as caught:
         await slow.execute({"seconds": 30})
     assert (caught.value.phase, caught.value.tool_name) == ("call", "slow")
+    # the limit that ran out is the call's timeout (not max_duration, which was not reached)
+    assert caught.value.limit == 1
+    assert "no result or progress for 1 s (timeout; phase: call)" in str(caught.value)
     await leaks.assert_clean()
 
     patient = make_mcp_agent_tool(spec("slow", seconds={"type": "number"}), HttpServer(kitchen_url))
