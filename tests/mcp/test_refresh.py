@@ -255,7 +255,10 @@ class Recorder:
             return await self.receive.receive()
 
 
-async def test_a_connection_follows_the_servers_tools(make_server: MakeServer) -> None:
+async def test_a_connection_follows_the_servers_tools(
+    make_server: MakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="cubepi.mcp")
     server = make_server()
     leaks = LeakChecker()  # after an HTTP server started
     changed = Recorder()
@@ -275,6 +278,7 @@ async def test_a_connection_follows_the_servers_tools(make_server: MakeServer) -
         assert await changed.next() == ToolChanges(removed=("extra", "p__extra"))
         assert _names(tools) == _names(before)
     await leaks.assert_clean()  # the session and its listen stream are closed
+    assert not caplog.records, [record.getMessage() for record in caplog.records]  # nothing went wrong
 
 
 async def test_a_sync_callback_is_told_too(make_server: MakeServer) -> None:
