@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -255,6 +256,25 @@ class Recorder:
             return await self.receive.receive()
 
 
+@contextlib.contextmanager
+def _logged(words: str) -> Iterator[anyio.Event]:
+    """An event set once cubepi logs a message containing `words`."""
+    seen = anyio.Event()
+
+    class Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if words in record.getMessage():
+                seen.set()
+
+    watch = Watch()
+    logger = logging.getLogger("cubepi.mcp")
+    logger.addHandler(watch)
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(watch)
+
+
 async def test_a_connection_follows_the_servers_tools(
     make_server: MakeServer, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -344,8 +364,12 @@ async def test_a_reconnected_connection_follows_its_new_session(
         tools = await load_mcp_tools(conn)
         [pid] = leaks.new_children()
         server = psutil.Process(pid)
-        server.kill()
-        await anyio.to_thread.run_sync(server.wait, 10)
+        caplog.set_level(logging.WARNING, logger="cubepi.mcp")
+        with _logged("stopped following") as stopped:
+            server.kill()
+            await anyio.to_thread.run_sync(server.wait, 10)
+            with anyio.fail_after(10):  # the dead session's listen stream ends, and the log says so
+                await stopped.wait()
         assert (await _tool(tools, "stable").execute({"text": "again"})).text == "again"
         assert conn.reconnects == 1
         await _add(tools, "extra", "d")
