@@ -118,6 +118,9 @@ async def test_call_timeout_and_cancellation_leave_no_connection(
     with pytest.raises(MCPTimeoutError) as caught:
         await slow.execute({"seconds": 30})
     assert (caught.value.phase, caught.value.tool_name) == ("call", "slow")
+    # the limit that ran out is the call's timeout (not max_duration, which was not reached)
+    assert caught.value.limit == 1
+    assert "no result or progress for 1 s (timeout; phase: call)" in str(caught.value)
     await leaks.assert_clean()
 
     patient = make_mcp_agent_tool(spec("slow", seconds={"type": "number"}), HttpServer(kitchen_url))
@@ -204,3 +207,13 @@ async def test_auto_tries_sse_after_a_405_and_says_so(leaks: LeakChecker) -> Non
     text = str(caught.value)
     assert "Streamable HTTP first: the server answered HTTP 405" in text and "then the SSE transport" in text
     assert "sk-query-456" not in text
+
+
+@pytest.mark.parametrize("status", [401, 403, 500])
+async def test_auto_keeps_to_streamable_http_after_a_refusal_or_a_server_error(status: int) -> None:
+    # Only a 4xx other than 401 / 403 means an SSE-only server: these are the server's answer, as they are.
+    with denying_server(status) as url, pytest.raises(MCPError) as caught:
+        await load_mcp_tools_http(url, timeout=10)
+    text = str(caught.value)
+    assert f"HTTP {status}" in text
+    assert "SSE" not in text, text

@@ -238,6 +238,19 @@ async def test_a_plain_value_and_an_async_function(whoami_http: RunningServer) -
                 assert seen((await tools[0].execute({})).text)["user_id"] == want
 
 
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_scope_headers_add_to_a_callables(whoami_http: RunningServer, protocol: str) -> None:
+    # The server's headers come from a callable (per session); a call context's headers go on top of them,
+    # neither replacing the other.
+    server = HttpServer(whoami_http.url, headers=lambda: {"X-Tenant": "acme"}, protocol=protocol)
+    async with await load_mcp_tools(server, hidden_arguments={"user_id": "u"}) as tools:
+        with call_context(headers={"Authorization": "Bearer alice-token"}):
+            answer = seen((await tools[0].execute({})).text)
+        assert (answer["x_tenant"], answer["authorization"]) == ("acme", "Bearer alice-token")
+        answer = seen((await tools[0].execute({})).text)
+        assert (answer["x_tenant"], answer["authorization"]) == ("acme", None)
+
+
 # -- auth, nesting, app-only tools ----------------------------------------------------------------------
 
 

@@ -145,6 +145,14 @@ async def test_how_many_attempts(
     assert len(caller.calls) == attempts
 
 
+async def test_a_tool_a_retries_mapping_does_not_name_is_called_once(pauses: list[float]) -> None:
+    caller = Caller(*(crash() for _ in range(5)))
+    tools = build(caller, spec("read", readOnlyHint=True), spec("write"), retries={"write": 2})
+    with pytest.raises(MCPError, match="closed the connection"):
+        await tools["read"].execute({})
+    assert caller.calls == ["read"] and pauses == []
+
+
 async def test_a_retries_function_returning_a_bad_count_is_a_user_error() -> None:
     with pytest.raises(UserError, match="retries"):
         build(Caller(), spec("read"), retries=lambda name, ann: -1)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -255,7 +256,29 @@ class Recorder:
             return await self.receive.receive()
 
 
-async def test_a_connection_follows_the_servers_tools(make_server: MakeServer) -> None:
+@contextlib.contextmanager
+def _logged(words: str) -> Iterator[anyio.Event]:
+    """An event set once cubepi logs a message containing `words`."""
+    seen = anyio.Event()
+
+    class Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if words in record.getMessage():
+                seen.set()
+
+    watch = Watch()
+    logger = logging.getLogger("cubepi.mcp")
+    logger.addHandler(watch)
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(watch)
+
+
+async def test_a_connection_follows_the_servers_tools(
+    make_server: MakeServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="cubepi.mcp")
     server = make_server()
     leaks = LeakChecker()  # after an HTTP server started
     changed = Recorder()
@@ -275,6 +298,7 @@ async def test_a_connection_follows_the_servers_tools(make_server: MakeServer) -
         assert await changed.next() == ToolChanges(removed=("extra", "p__extra"))
         assert _names(tools) == _names(before)
     await leaks.assert_clean()  # the session and its listen stream are closed
+    assert not caplog.records, [record.getMessage() for record in caplog.records]  # nothing went wrong
 
 
 async def test_a_sync_callback_is_told_too(make_server: MakeServer) -> None:
@@ -340,8 +364,12 @@ async def test_a_reconnected_connection_follows_its_new_session(
         tools = await load_mcp_tools(conn)
         [pid] = leaks.new_children()
         server = psutil.Process(pid)
-        server.kill()
-        await anyio.to_thread.run_sync(server.wait, 10)
+        caplog.set_level(logging.WARNING, logger="cubepi.mcp")
+        with _logged("stopped following") as stopped:
+            server.kill()
+            await anyio.to_thread.run_sync(server.wait, 10)
+            with anyio.fail_after(10):  # the dead session's listen stream ends, and the log says so
+                await stopped.wait()
         assert (await _tool(tools, "stable").execute({"text": "again"})).text == "again"
         assert conn.reconnects == 1
         await _add(tools, "extra", "d")

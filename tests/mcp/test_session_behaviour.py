@@ -457,6 +457,19 @@ async def test_stderr_capture_is_bounded_and_split_into_lines() -> None:
     assert lines == ["first", "second", "x" * 5000, "partial"]
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="lists open descriptors from /proc")
+async def test_stderr_capture_closes_its_pipe_once_drained() -> None:
+    # Each stdio server gets a stderr pipe: once its end is read, both ends are closed (a long-lived
+    # program that opens many sessions must not run out of file descriptors).
+    before = set(os.listdir("/proc/self/fd"))
+    capture = StdioProcess()
+    capture.start_reading()
+    capture.errlog.write("some last words\n")
+    capture.errlog.flush()
+    assert (await capture.stderr_tail()).endswith("some last words\n")
+    assert set(os.listdir("/proc/self/fd")) <= before
+
+
 # -- headers per connection ----------------------------------------------------------------------------------
 
 

@@ -179,3 +179,22 @@ async def test_cancelling_the_caller_closes_the_process(leaks: LeakChecker) -> N
             assert leaks.new_children()
             tg.cancel_scope.cancel()
     assert not leaks.new_children(), "cancellation must close the server process"
+
+
+async def test_the_sdks_own_stdio_client_still_works_beside_cubepi(leaks: LeakChecker) -> None:
+    # cubepi records the processes it spawns by wrapping the SDK's process factory; a program that also
+    # uses the SDK's stdio client directly is not affected.
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    tools = await load_mcp_tools_stdio(PYTHON, [str(KITCHEN)], timeout=30)  # the factory is wrapped now
+    assert (await next(t for t in tools if t.name == "echo").execute({"message": "ours"})).text == "ours"
+    with anyio.fail_after(30):
+        async with (
+            stdio_client(StdioServerParameters(command=PYTHON, args=[str(KITCHEN)])) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            listed = await session.list_tools()
+    assert "echo" in {tool.name for tool in listed.tools}
+    await leaks.assert_clean()
