@@ -132,3 +132,10 @@ def test_a_bad_max_response_bytes_is_refused_by_both_configs(bad: object) -> Non
         StdioServer("python", max_response_bytes=bad)  # type: ignore[arg-type]
     with pytest.raises(UserError, match="max_response_bytes"):
         HttpServer("http://example.com/mcp", max_response_bytes=bad)  # type: ignore[arg-type]
+
+
+def test_odd_urls_are_described_without_secrets() -> None:
+    assert HttpServer("http://h:99999/mcp?key=sk-1").describe() == "http server http://h/mcp?…"  # bad port
+    assert HttpServer("http://u:pw@[::1]:8000/mcp").describe() == "http server http://[::1]:8000/mcp"
+    with pytest.raises(UserError, match="<unparsable url>"):
+        HttpServer("ftp://[::1/mcp")
