@@ -256,3 +256,32 @@ async def test_a_task_that_asks_for_input_is_answered_and_its_status_followed(
     asked = next(i for i, m in enumerate(updates.messages) if m and m.startswith("Found multiple"))
     later = {'Continuing with interpretation: "oceanography"...', "Generating report..."}  # 2 s of status
     assert later & set(updates.messages[asked + 1 :]), updates.messages  # followed while the result is held
+
+
+async def test_a_running_task_is_polled_at_the_servers_poll_interval(gates: Path, tmp_path: Path) -> None:
+    """A server whose ``pollInterval`` is 300 ms gets ``tasks/get`` no more often than that."""
+    interval = 0.3
+    gets = anyio.Path(tmp_path / "gets.log")
+    env = {"GATES": str(gates), "GETS": str(gets), "POLL_MS": str(int(interval * 1000))}
+    server = StdioServer(PYTHON, [str(CORE)], env=env, protocol="legacy")
+    gate = "slow-polls"
+    seen: list[float] = []  # when the count of polls grew (read every 10 ms)
+
+    async def polls() -> int:
+        return (await gets.read_text()).split().count(gate) if await gets.exists() else 0
+
+    async with await load_mcp_tools(server, include=["research"], timeout=WAIT) as tools:
+
+        async def call() -> None:
+            await tools[0].execute({"topic": "x", "gate": gate})
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            with anyio.fail_after(WAIT):
+                while len(seen) < 4:
+                    count = await polls()
+                    seen += [anyio.current_time()] * (count - len(seen))
+                    await anyio.sleep(0.01)  # the server process writes the file: polled, bounded
+            group.cancel_scope.cancel()
+    # three intervals between the first poll and the fourth (less the 10 ms reading steps)
+    assert seen[3] - seen[0] >= 3 * interval - 0.05, seen

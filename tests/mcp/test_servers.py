@@ -98,3 +98,44 @@ async def test_loader_arguments_are_checked_before_connecting() -> None:
         await load_mcp_tools(StdioServer("/nonexistent/server"), startup_timeout=-1)
     with pytest.raises(UserError, match=f"max_duration {positive}, got 0"):
         await load_mcp_tools(StdioServer("/nonexistent/server"), max_duration=0)
+
+
+def test_the_environment_a_stdio_server_gets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUBEPI_TEST_PARENT_ONLY", "parent")
+    env = StdioServer("python", env={"API_KEY": "sk-1"}).environment()
+    assert env["API_KEY"] == "sk-1" and "PATH" in env
+    assert "CUBEPI_TEST_PARENT_ONLY" not in env  # not passed through unless inherit_env=True
+    assert StdioServer("python", inherit_env=True).environment()["CUBEPI_TEST_PARENT_ONLY"] == "parent"
+
+
+def test_a_long_command_is_shortened_in_its_description() -> None:
+    server = StdioServer("python", ["-c", "x" * 400])
+    text = server.describe()
+    assert text.startswith("stdio server `python -c ") and text.endswith("...`")
+    assert len(text) == len("stdio server ``") + 160
+    assert StdioServer("python", ["server.py"]).describe() == "stdio server `python server.py`"
+
+
+def test_reprs_show_the_protocol_and_limit_only_when_set() -> None:
+    assert "protocol" not in repr(StdioServer("python")) and "protocol" not in repr(
+        HttpServer("http://h/mcp")
+    )
+    assert "protocol='legacy'" in repr(StdioServer("python", protocol="legacy"))
+    assert "protocol='legacy'" in repr(HttpServer("http://h/mcp", protocol="legacy"))
+    assert "max_response_bytes" not in repr(HttpServer("http://h/mcp"))
+    assert "max_response_bytes=1024" in repr(HttpServer("http://h/mcp", max_response_bytes=1024))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "64"])
+def test_a_bad_max_response_bytes_is_refused_by_both_configs(bad: object) -> None:
+    with pytest.raises(UserError, match="max_response_bytes"):
+        StdioServer("python", max_response_bytes=bad)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="max_response_bytes"):
+        HttpServer("http://example.com/mcp", max_response_bytes=bad)  # type: ignore[arg-type]
+
+
+def test_odd_urls_are_described_without_secrets() -> None:
+    assert HttpServer("http://h:99999/mcp?key=sk-1").describe() == "http server http://h/mcp?…"  # bad port
+    assert HttpServer("http://u:pw@[::1]:8000/mcp").describe() == "http server http://[::1]:8000/mcp"
+    with pytest.raises(UserError, match="<unparsable url>"):
+        HttpServer("ftp://[::1/mcp")

@@ -19,7 +19,7 @@ from mcp import types
 from cubepi.cli import main
 from cubepi.errors import MCPError, MCPTimeoutError, UserError
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
-from cubepi.mcp._tasks import CANCEL_LIMIT, POLL_CAP, POLL_DEFAULT, POLL_FLOOR, poll_delay
+from cubepi.mcp._tasks import CANCEL_LIMIT, POLL_CAP, POLL_DEFAULT, POLL_FLOOR, RETRY_PAUSE, poll_delay
 from cubepi.mcp._toollist import MCPToolList
 from cubepi.tools import ToolUpdate
 
@@ -260,7 +260,10 @@ class DroppingProxy:
         self.dropping = False
         self.dropped = 0
         self.enough = anyio.Event()
+        self.refused: list[float] = []  # when each connection was dropped at once
         self.sent = bytearray()  # what the client sent through the proxy
+        self.polls: list[float] = []  # when each tasks/get went through
+        self.polled = anyio.Event()  # set at the third tasks/get
         self._live: set[anyio.abc.SocketStream] = set()
 
     @contextlib.asynccontextmanager
@@ -280,7 +283,8 @@ class DroppingProxy:
     async def _handle(self, client: anyio.abc.SocketStream) -> None:
         if self.dropping:
             self.dropped += 1
-            if self.dropped >= 2:
+            self.refused.append(anyio.current_time())
+            if self.dropped >= 3:
                 self.enough.set()
             await client.aclose()
             return
@@ -293,8 +297,8 @@ class DroppingProxy:
             finally:
                 self._live.difference_update((client, server))
 
-    @staticmethod
     async def _pump(
+        self,
         source: anyio.abc.SocketStream,
         sink: anyio.abc.SocketStream,
         scope: anyio.CancelScope,
@@ -302,9 +306,24 @@ class DroppingProxy:
     ) -> None:
         with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             async for chunk in source:
+                if seen is self.sent and b"mcp-method: tasks/get" in chunk.lower():
+                    self.polls.append(anyio.current_time())
+                    if len(self.polls) >= 3:
+                        self.polled.set()
                 seen.extend(chunk)
                 await sink.send(chunk)
         scope.cancel()
+
+
+def headers_of(sent: bytes, method: str) -> list[dict[str, str]]:
+    """The headers (lower-cased) of each HTTP request in `sent` that is an MCP `method` request."""
+    found = []
+    for block in bytes(sent).lower().split(b"\r\n\r\n"):
+        lines = block.decode(errors="replace").split("\r\n")
+        headers = dict(line.split(": ", 1) for line in lines if ": " in line)
+        if headers.get("mcp-method") == method:
+            found.append(headers)
+    return found
 
 
 async def test_a_dropped_connection_mid_polling_still_gives_the_result(
@@ -330,8 +349,38 @@ async def test_a_dropped_connection_mid_polling_still_gives_the_result(
                 proxy.dropping = False
                 (gates / "dropped").touch()
     assert outcome == ["opened dropped"]
-    sent = bytes(proxy.sent).lower()
-    assert b"mcp-method: tasks/get" in sent and b"mcp-name: " in sent  # the task id, for routing
+    # Every poll names its task (Mcp-Name, for routing): one task id, not the tool's name.
+    names = {headers.get("mcp-name") for headers in headers_of(proxy.sent, "tasks/get")}
+    assert len(names) == 1 and None not in names and "gated" not in names, names
+    # A poll that failed in transport is sent again after a pause that doubles: no tight loop.
+    first, second, third = proxy.refused[:3]
+    assert second - first >= 0.9 * RETRY_PAUSE and third - second >= 0.9 * 2 * RETRY_PAUSE, proxy.refused
+
+
+async def test_polling_honours_the_server_s_poll_interval(
+    http_server_factory: StartServer, gates: Path
+) -> None:
+    """A server that asks for ``pollIntervalMs`` 300 is asked ``tasks/get`` no more often than that."""
+    interval = 0.3
+    env = {"GATES": str(gates), "POLL_MS": str(int(interval * 1000))}
+    running = http_server_factory([PYTHON, str(TASKS), "http"], "/mcp", env=env)
+    proxy = DroppingProxy(running.port)
+    outcome: list[str] = []
+    async with proxy.serve() as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with await load_mcp_tools(HttpServer(url), include=["gated"], timeout=WAIT) as tools:
+
+            async def call() -> None:
+                outcome.append((await tools[0].execute({"gate": "slow-polls"})).text)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(call)
+                with anyio.fail_after(WAIT):
+                    await proxy.polled.wait()
+                (gates / "slow-polls").touch()
+    assert outcome == ["opened slow-polls"]
+    gaps = [later - earlier for earlier, later in zip(proxy.polls, proxy.polls[1:], strict=False)]
+    assert len(gaps) >= 2 and min(gaps) >= 0.9 * interval, gaps
 
 
 async def test_a_2025_11_25_task_tool_on_a_list_refusing_tasks_says_why() -> None:
