@@ -77,8 +77,8 @@ class Lease:
         if self.grace is not None:
             self._shield.deadline = min(self._shield.deadline, anyio.current_time() + self.grace)
 
-    async def own(self) -> None:
-        """The owner: open, hold until released, close. Never raises."""
+    async def own(self, closed: Callable[[Lease], None] | None = None) -> None:
+        """The owner: open, hold until released, close, then tell `closed`. Never raises."""
         with self._shield:
             try:
                 async with self.opener(self) as session:
@@ -93,6 +93,8 @@ class Lease:
                 self.session = None
                 self.ready.set()
                 self.closed.set()
+                if closed is not None:
+                    closed(self)
 
     async def borrow(self, work: Callable[..., Awaitable[T]], *args: Any, wait: bool = True) -> T:
         """Run `work` on the session once it is open, then release it; raises what failed, raw.
@@ -195,14 +197,8 @@ class Keeper:
         """Start `lease`'s owner as a child."""
         assert self.group is not None
         self.leases.add(lease)
-        self.group.start_soon(self._owning, lease)
+        self.group.start_soon(lease.own, self.leases.discard)
         return lease
-
-    async def _owning(self, lease: Lease) -> None:
-        try:
-            await lease.own()
-        finally:
-            self.leases.discard(lease)
 
     # -- the shared HTTP client ------------------------------------------------------------------------------
 

@@ -162,23 +162,23 @@ class Opening:
             if keeper is not None:
                 keeper.give_back()
 
-    @contextlib.asynccontextmanager
-    async def session(
+    def session(
         self, attempt: Attempt, opening: anyio.CancelScope | None = None
-    ) -> AsyncIterator[Session]:
+    ) -> contextlib.AbstractAsyncContextManager[Session]:
         """A fresh transport and a ready session, closed when the block ends. Cancelling `opening` stops
         the start-up (the session then closes and `Interrupted` is raised). Exceptions come out raw."""
         if self.server.kind == "stdio":
             params, secrets = self.launch
             attempt.add_secrets(secrets)
             process = attempt.process = StdioProcess(self.server.max_response_bytes, self.server.on_stderr)
-            async with self._started(attempt, open_stdio(params, process), "stdio", opening) as session:
-                if session.protocol.stateless and not process.heard:
-                    startup = self.timeouts.startup
-                    session.starting = math.inf if startup is None else startup
-                yield session
-            return
-        server = self.server
+            return self._started(attempt, open_stdio(params, process), "stdio", opening)
+        return self._over_client(self.server, attempt, opening)
+
+    @contextlib.asynccontextmanager
+    async def _over_client(
+        self, server: HttpServer, attempt: Attempt, opening: anyio.CancelScope | None
+    ) -> AsyncIterator[Session]:
+        """`session` over HTTP: the list's shared client (or a fresh one), the headers, the transport."""
         keeper = self.keeper
         lent = await keeper.lend_client(self._client) if keeper is not None else None
         try:
@@ -266,7 +266,10 @@ class Opening:
                 if opening.cancel_called:
                     raise Interrupted()
                 startup.deadline = math.inf
-                yield self._ready(Session(sdk, protocol, kind, attempt, timeouts, server.describe()))
+                session = self._ready(Session(sdk, protocol, kind, attempt, timeouts, server.describe()))
+                if protocol.stateless and attempt.process is not None and not attempt.process.heard:
+                    session.starting = math.inf if limit is None else limit
+                yield session
                 attempt.phase = "close"
         if startup.cancelled_caught and limit is not None:
             raise timeout_error(timeouts, server.describe(), "initialize", limit)

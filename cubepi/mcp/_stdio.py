@@ -311,15 +311,15 @@ async def open_stdio(params: StdioServerParameters, process: StdioProcess) -> As
     from mcp.client.stdio import stdio_client
 
     process.start_reading()
-    async with contextlib.AsyncExitStack() as stack:
-        stack.push_async_callback(process.drain, STDERR_SETTLE)
-        stack.push_async_callback(_end_group, process)
+    try:
         with tracking(process):
-            try:
-                streams = await stack.enter_async_context(stdio_client(params, errlog=process.errlog))
-            finally:
-                process.close_errlog()
-        yield streams
+            async with stdio_client(params, errlog=process.errlog) as streams:
+                yield streams
+    finally:
+        try:
+            await _end_group(process)
+        finally:
+            await process.drain(STDERR_SETTLE)
 
 
 async def _end_group(info: StdioProcess) -> None:
@@ -352,9 +352,13 @@ def _install() -> None:
         return
 
     async def create(*args: Any, **kwargs: Any) -> Any:
-        with anyio.fail_after(SPAWN_LIMIT):
-            process = await original(*args, **kwargs)
         info = _SPAWNING.get()
+        try:
+            with anyio.fail_after(SPAWN_LIMIT):
+                process = await original(*args, **kwargs)
+        finally:
+            if info is not None:
+                info.close_errlog()
         if info is None or not isinstance(process, Process):
             return process
         info.process = tracked = cast(Process, TrackedProcess(process, info.max_line, info.output_seen))
@@ -365,7 +369,8 @@ def _install() -> None:
 
 @contextlib.contextmanager
 def tracking(info: StdioProcess) -> Iterator[StdioProcess]:
-    """Within this block a server the SDK spawns (in this task) is recorded in `info` (for tests)."""
+    """Within this block a server the SDK spawns (in this task) is recorded in `info`, which then drops
+    its copy of the stderr pipe's write end."""
     _install()
     token = _SPAWNING.set(info)
     try:

@@ -107,6 +107,14 @@ class TrackedProcess:
         ends = _EndsWithServer(stdout, inner) if stdout is not None else None
         self.stdout = _LineAligned(ends, max_line, heard) if ends is not None else None
 
+    @property
+    def returncode(self) -> int | None:
+        return self._inner.returncode  # read every 10 ms while the SDK waits for the exit
+
+    @property
+    def pid(self) -> int:
+        return self._inner.pid
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
