@@ -8,9 +8,10 @@ nothing), `startup_timeout` start-up alone, `max_duration` a whole call however 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -20,6 +21,7 @@ from ..errors import MCPTimeoutError, UserError
 from ..tools import ToolUpdate, UpdateCallback
 
 if TYPE_CHECKING:
+    import anyio.abc
     from mcp.shared.dispatcher import ProgressFnT
 
     from ._session import Session
@@ -171,19 +173,22 @@ class Deadline:
         return self.process is not None
 
     async def run(self, request: Callable[[], Awaitable[T]]) -> T:
-        """`request()` with `_probe` beside it; what `request` raises comes out as it is (no group)."""
-        assert self.process is not None
+        """`request()`, with `_probe` started beside it once the process has been silent for `idle` (or
+        its start-up limit, if shorter); what `request` raises comes out as it is (no group)."""
+        assert self.process is not None and self.starting is not None
         self.process.on_output = self.heard
         outcome: list[T] = []
         failure: list[BaseException] = []
         try:
             async with anyio.create_task_group() as group:
-                group.start_soon(self._probe)
+                later = _start_later(group, min(self.idle, self.starting), self._probe)
                 try:
                     outcome.append(await request())
                 except BaseException as exc:  # re-raised below, outside the task group
                     failure.append(exc)
                 finally:
+                    if later is not None:
+                        later.cancel()
                     group.cancel_scope.cancel()
         finally:
             self.process.on_output = None
@@ -200,7 +205,6 @@ class Deadline:
         from mcp.shared.exceptions import MCPError as SdkError
 
         assert self.starting is not None and self.process is not None
-        await anyio.sleep(min(self.idle, self.starting))
         with anyio.move_on_after(self.started + self.starting - anyio.current_time()) as waiting:
             while not self.process.heard:
                 try:
@@ -216,6 +220,24 @@ class Deadline:
     def missed_start(self) -> float | None:
         """The start-up limit, when the request ended before the new process wrote anything."""
         return self.starting if self.process is not None and not self.process.heard else None
+
+
+def _start_later(
+    group: anyio.abc.TaskGroup, delay: float, work: Callable[[], Coroutine[Any, Any, None]]
+) -> asyncio.TimerHandle | None:
+    """Start `work` in `group` after `delay` seconds. On asyncio a loop timer waits, so that a request
+    answered in time costs no task (most requests); elsewhere (trio) a task sleeps first (None)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        group.start_soon(_after, delay, work)
+        return None
+    return loop.call_later(delay, group.start_soon, work)
+
+
+async def _after(delay: float, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    await anyio.sleep(delay)
+    await work()
 
 
 def progress_relay(

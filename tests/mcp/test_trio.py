@@ -58,3 +58,19 @@ async def test_stdio_under_trio(protocol: str, leaks: LeakChecker) -> None:
 async def test_http_under_trio(protocol: str, kitchen_http: RunningServer, leaks: LeakChecker) -> None:
     await exercise(HttpServer(kitchen_http.url, transport="streamable-http", protocol=protocol))
     await leaks.assert_clean()
+
+
+async def test_a_silent_new_stdio_process_ends_at_its_start_up_limit_under_trio(leaks: LeakChecker) -> None:
+    """A 2026-07-28 process that never answers is probed after its start-up limit's wait (under trio a
+    sleeping task, not a loop timer) and the call ends at `startup_timeout`, not at `timeout`."""
+    from conftest import SERVERS
+
+    from cubepi.mcp import make_mcp_agent_tool
+
+    echo = {"name": "echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}
+    silent = StdioServer(PYTHON, [str(SERVERS / "slow_init.py")], protocol="2026-07-28")
+    tool = make_mcp_agent_tool(echo, silent, timeout=60, startup_timeout=2)
+    with anyio.fail_after(30), pytest.raises(MCPTimeoutError) as caught:
+        await tool.execute({"message": "hi"})
+    assert (caught.value.phase, caught.value.limit) == ("startup", 2.0)
+    await leaks.assert_clean()
