@@ -24,6 +24,7 @@ from cubepi.mcp import (
     load_mcp_tools,
     load_mcp_tools_from_config,
 )
+from cubepi.mcp._follow import LISTEN_RETRIES
 
 CHANGING = SERVERS / "changing.py"
 ERAS = {"2026-07-28": "auto", "handshake": "legacy"}
@@ -379,3 +380,99 @@ async def test_a_reconnected_connection_follows_its_new_session(
     stopped = [record.getMessage() for record in caplog.records if "stopped following" in record.getMessage()]
     assert all("until the connection reopens" in message for message in stopped), stopped
     await leaks.assert_clean()
+
+
+# -- following when the server's listen stream or listing fails -----------------------------------------
+
+
+def _faulty(tmp_path: Path, protocol: str = "auto", **env: str) -> StdioServer:
+    """changing.py over stdio with its fault tools (`drop_listen`, `listens`, `fail_listing`, ...)."""
+    env = {"STATE": str(tmp_path / "tools.json"), "FAULTS": "1", **env}
+    return StdioServer(PYTHON, [str(CHANGING)], env=env, protocol=protocol)
+
+
+async def _call(tools: list[Any], name: str, **arguments: Any) -> str:
+    result = await _tool(tools, name).execute(arguments)
+    assert not result.is_error, result.text
+    return result.text
+
+
+async def test_a_dropped_listen_stream_is_listened_to_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="cubepi.mcp")
+    changed = Recorder()
+    async with _faulty(tmp_path).connect(on_tools_changed=changed) as conn:
+        tools = await load_mcp_tools(conn)
+        # More drops than LISTEN_RETRIES, each after the stream told a change: each time the connection
+        # listens again, and refreshes (the change made while the stream was down was not told).
+        for drop in range(LISTEN_RETRIES + 1):
+            await _add(tools, f"told{drop}", "d")
+            assert await changed.next() == ToolChanges(added=(f"told{drop}",))
+            await _call(tools, "drop_listen", hidden=f"hidden{drop}")
+            assert await changed.next() == ToolChanges(added=(f"hidden{drop}",))
+        assert await _call(tools, "listens") == str(LISTEN_RETRIES + 2)
+        assert _names(tools)[-2:] == [f"told{LISTEN_RETRIES}", f"hidden{LISTEN_RETRIES}"]
+    assert not caplog.records, [record.getMessage() for record in caplog.records]
+
+
+async def test_following_stops_when_the_listen_stream_keeps_dropping(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="cubepi.mcp")
+    changed = Recorder()
+    async with _faulty(tmp_path).connect(on_tools_changed=changed) as conn:
+        tools = await load_mcp_tools(conn)
+        with _logged("stopped following") as stopped:
+            # The open stream drops, and so does every stream opened again, right after it is acknowledged.
+            await _call(tools, "drop_listen", then=LISTEN_RETRIES)
+            with anyio.fail_after(20):
+                await stopped.wait()
+        assert await _call(tools, "listens") == str(1 + LISTEN_RETRIES)  # listened again LISTEN_RETRIES times
+        assert await _call(tools, "stable", text="still here") == "still here"  # the connection goes on
+    [message] = [record.getMessage() for record in caplog.records]
+    assert "stopped following the tool list of" in message and "graceful close" in message, message
+    assert "until the connection reopens" not in message  # no auto_reconnect
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_a_refresh_that_fails_is_logged_and_following_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, protocol: str
+) -> None:
+    caplog.set_level(logging.WARNING, logger="cubepi.mcp")
+    changed = Recorder()
+    async with _faulty(tmp_path, protocol).connect(on_tools_changed=changed) as conn:
+        tools = await load_mcp_tools(conn)
+        await _call(tools, "fail_listing", times=1)
+        await _add(tools, "extra", "d")
+        assert await changed.next() == ToolChanges()  # the list could not be refreshed
+        assert "refreshing the tools of" in caplog.text and "the listing is broken" in caplog.text
+        assert "extra" not in _names(tools)
+        await _add(tools, "more", "d")
+        assert await changed.next() == ToolChanges(added=("extra", "more"))
+
+
+async def test_a_server_without_list_changed_is_not_listened_to(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="cubepi.mcp")
+    async with _faulty(tmp_path, NO_LISTEN="1").connect() as conn:
+        tools = await load_mcp_tools(conn)
+        assert await _call(tools, "stable", text="works") == "works"
+    assert not caplog.records, [record.getMessage() for record in caplog.records]
+
+
+async def test_a_list_waits_for_the_listen_stream_up_to_its_limit(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="cubepi.mcp")
+    async with _faulty(tmp_path, HOLD_LISTEN="1").connect(timeout=5, startup_timeout=60) as conn:
+        with _logged("did not acknowledge subscriptions/listen within 5 s") as late:
+            tools = await load_mcp_tools(conn)
+            assert late.is_set()  # the load waited for the acknowledgement, up to the list's limit
+        await _call(tools, "release_listen")
+        again = await load_mcp_tools(conn)  # returns once the stream is acknowledged
+        await _add(tools, "extra", "d")  # from then on, both lists follow
+        with anyio.fail_after(20):
+            while not ("extra" in _names(tools) and "extra" in _names(again)):  # noqa: ASYNC110 (no callback: polled)
+                await anyio.sleep(0.05)
