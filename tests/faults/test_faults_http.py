@@ -281,3 +281,19 @@ async def test_a_forced_revision_the_server_refuses_is_named_on_every_call(http_
         assert hint in message
         assert "protocol='auto' finds out which revision it speaks" in message
     await still_works(http_faults)
+
+
+async def test_a_session_the_server_forgot_is_an_error_not_a_tool_result(http_faults: HttpFaults) -> None:
+    """A handshake-era call answered HTTP 404 with a JSON-RPC error body (the session is unknown to the
+    server: it restarted) is the connection's failure, raised as an `MCPError`, not a tool's error result
+    handed to the model."""
+    leaks = Leaks()
+    server = HttpServer(http_faults.url("/forgetful"), protocol="legacy")
+    async with await load_mcp_tools(server, timeout=10) as tools:
+        echo = next(item for item in tools if item.name == "echo")
+        with pytest.raises(MCPError) as caught:
+            await echo.execute({"message": "hi"})
+    assert not isinstance(caught.value, MCPTimeoutError)
+    assert "calling tool 'echo'" in str(caught.value) and "Session not found" in str(caught.value)
+    await still_works(http_faults)
+    await leaks.check()

@@ -16,6 +16,9 @@ Paths on PORT (Streamable HTTP with JSON responses, stateless, unless said other
 /redirect     307 to http://127.0.0.1:OTHER_PORT/mcp (another origin, which records what it got)
 /echo-401     answers 401 with the reason phrase ``Denied for <its Authorization header>``
 /echo-error   a working server, but tools/list gets a JSON-RPC error quoting the X-Api-Key header
+/forgetful    a stateful server (as /stateful) that forgets its sessions before any call: a handshake-era
+              tools/call gets HTTP 404 with a JSON-RPC error body, as the TypeScript SDK answers a session
+              it does not know
 /past-2026    a server upgraded past 2026-07-28: every 2026-07-28 request but server/discover gets -32022
               (unsupported protocol version); the handshake era is served
 
@@ -107,6 +110,11 @@ def is_refused(message: dict[str, Any]) -> bool:
     return "id" in message and message.get("method") != "server/discover" and is_modern(message)
 
 
+def is_forgotten(message: dict[str, Any]) -> bool:
+    """Whether /forgetful answers `message` as a session it does not know: a handshake-era tools/call."""
+    return message.get("method") == "tools/call" and not is_modern(message)
+
+
 def answer(message: dict[str, Any]) -> dict[str, Any] | None:
     """The JSON-RPC response to `message` (None for a notification or a response)."""
     request_id = message.get("id")
@@ -189,6 +197,12 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}).encode())
         elif path == "/echo-error":
             self._mcp(method, body)
+        elif path == "/forgetful" and method == "POST" and is_forgotten(json.loads(body)):
+            message = json.loads(body)
+            error = {"code": -32001, "message": "Session not found"}
+            self._send(404, json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}).encode())
+        elif path == "/forgetful":
+            self._mcp(method, body, session="forgetful-session")
         elif path == "/past-2026" and method == "POST" and is_refused(json.loads(body)):
             message = json.loads(body)
             refused = {"supported": [LATER_VERSION], "requested": MODERN_VERSION}
