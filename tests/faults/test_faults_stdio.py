@@ -334,3 +334,39 @@ def _marked(marker: str) -> list[int]:
         except psutil.Error:
             pass
     return found
+
+
+def test_the_loop_ending_mid_call_kills_a_server_deaf_to_its_closed_stdin_at_once(tmp_path: Path) -> None:
+    """`asyncio.run` ends while a call waits on a server that stopped reading stdin: no graceful shutdown
+    can finish then, so the server is killed at once. The program does not wait out the SDK's grace
+    (PROCESS_TERMINATION_TIMEOUT) for a server that will never exit on its own, and leaves nothing running."""
+    marker = f"cubepi-test-{os.getpid()}-{time.monotonic_ns()}"
+    record = tmp_path / "record"
+    script = f"""
+import asyncio, pathlib, time
+from cubepi.mcp import StdioServer, load_mcp_tools
+
+ended = []
+
+async def main():
+    server = StdioServer({PYTHON!r}, [{str(STDIO_FAULTS)!r}, "deaf_call", "--record", {str(record)!r}],
+                         env={{"MARKER": {marker!r}}})
+    tools = await load_mcp_tools(server, timeout=30)
+    asyncio.get_running_loop().create_task(tools[0].execute({{"message": "hi"}}))
+    record = pathlib.Path({str(record)!r})
+    while '"tools/call"' not in (record.read_text() if record.exists() else ""):
+        await asyncio.sleep(0.02)
+    ended.append(time.monotonic())
+
+asyncio.run(main())
+print("shutdown took", time.monotonic() - ended[0])
+"""
+    done = subprocess.run([PYTHON, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    took = float(done.stdout.split("shutdown took", 1)[1])
+    assert took < PROCESS_TERMINATION_TIMEOUT, f"the loop's end took {took:.1f} s"
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _marked(marker):
+        time.sleep(0.05)
+    assert not _marked(marker)
