@@ -9,9 +9,11 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
+import anyio
 import psutil
 import pytest
 from mcp.client.stdio import PROCESS_TERMINATION_TIMEOUT
@@ -172,6 +174,33 @@ async def test_megabytes_on_stderr_do_not_block_or_flood_the_error() -> None:
     assert len(stderr) <= 16 * 1024
     assert len(str(caught.value)) < 20 * 1024
     await still_works()
+    await leaks.check()
+
+
+async def test_a_stderr_line_past_64_kib_reaches_on_stderr_in_64_kib_pieces_in_the_event_loop() -> None:
+    """`on_stderr` gets each line, in the event loop's thread; a line longer than 64 KiB (a server dumping
+    a blob) comes in pieces of 64 KiB (the last one: the rest), in order, nothing lost. The line is over
+    twice the size of one read of the pipe, so at least one piece is cut whatever the reads' sizes."""
+    leaks = Leaks()
+    size, piece = 200_000, 64 * 1024
+    lines: list[str] = []
+    threads: set[int] = set()
+    whole = anyio.Event()
+
+    def on_stderr(line: str) -> None:
+        lines.append(line)
+        threads.add(threading.get_ident())
+        if sum(map(len, lines)) >= size:
+            whole.set()
+
+    server = stdio_server("ok", "--stderr-line", str(size), on_stderr=on_stderr)
+    async with await load_mcp_tools(server, timeout=20) as tools:
+        assert "echo" in [item.name for item in tools]
+    with anyio.fail_after(20):
+        await whole.wait()
+    assert "".join(lines) == ("0123456789" * (size // 10))[:size]
+    assert len(lines) >= 2 and all(len(line) == piece for line in lines[:-1]), [len(line) for line in lines]
+    assert threads == {threading.get_ident()}
     await leaks.check()
 
 

@@ -36,6 +36,7 @@ handshake-era server that knows the method), in any mode.
 `--record` file and sleeps (ignores the EOF, must be killed), in any mode.
 `--deaf-when-stuck`: once its stdin closes after it left an initialize or server/discover unanswered
 (`hang_init`, `--hang-init-if`), the server sleeps (ignores the EOF, must be killed).
+`--stderr-line N` writes one line of N digits (``0123456789`` repeated) to stderr at start, in any mode.
 `--flood MB` writes MB megabytes to stderr at start and during every call, in any mode.
 `--secret-at-cut NAME WINDOW` (mode exit) last prints the value of NAME so that the last WINDOW bytes of
 stderr begin 2 characters into it (a tail window cutting the secret).
@@ -190,6 +191,10 @@ def main() -> None:
     if option("--print-env"):
         name = option("--print-env") or ""
         sys.stderr.write(f"stdio_faults: using {name}={os.environ.get(name)}\n")
+        sys.stderr.flush()
+    if option("--stderr-line"):
+        size = int(option("--stderr-line") or "0")
+        sys.stderr.write(("0123456789" * (size // 10 + 1))[:size] + "\n")
         sys.stderr.flush()
     if option("--grandchild"):
         child = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(3600)"])
