@@ -326,6 +326,33 @@ async def test_a_call_whose_server_hangs_in_initialize_times_out_at_its_limit_no
     await leaks.check()
 
 
+async def test_a_server_stuck_in_initialize_is_heard_on_stderr_while_it_is_closed(tmp_path: Path) -> None:
+    """A call's fresh session that never finishes start-up fails at `startup_timeout`, while the server is
+    still being closed: what the server prints after that (here as it is terminated, since it ignores its
+    closed stdin) still reaches `on_stderr`."""
+    leaks = Leaks()
+    stuck = tmp_path / "stuck"
+    terminated = anyio.Event()
+
+    def on_stderr(line: str) -> None:
+        if line == "stdio_faults: terminated":
+            terminated.set()
+
+    options = ["--hang-init-if", str(stuck), "--deaf-when-stuck", "--say-on-term"]
+    server = stdio_server("ok", *options, protocol="legacy", on_stderr=on_stderr)
+    async with await load_mcp_tools(server, timeout=30, startup_timeout=1.0) as tools:
+        echo = next(item for item in tools if item.name == "echo")
+        assert (await echo.execute({"message": "before"})).text == "before"
+        assert not terminated.is_set()  # a server that exits on its closed stdin is not terminated
+        stuck.touch()
+        with pytest.raises(MCPTimeoutError) as caught:
+            await echo.execute({"message": "hi"})
+        assert caught.value.phase == "initialize"
+        with anyio.fail_after(20):
+            await terminated.wait()
+    await leaks.check()
+
+
 def test_the_loop_ending_while_a_spare_is_spawned_leaves_no_process() -> None:
     """`prespawn=True` and a loop that ends right after loading, while the spare is being spawned: CPython's
     asyncio would wait forever for that spawn (gh-103847). The program ends, and no server outlives it."""
