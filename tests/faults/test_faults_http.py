@@ -13,7 +13,7 @@ import pytest
 from conftest import free_port
 
 from cubepi import MCPError, MCPTimeoutError
-from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http
+from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http, make_mcp_agent_tool
 from cubepi.mcp._http import HTTP_CLOSE_GRACE
 
 from .conftest import HttpFaults, Leaks, assert_timeout_message
@@ -260,5 +260,40 @@ async def test_redirect_to_another_origin_is_not_followed(http_faults: HttpFault
     other_port = int(http_faults.other.rsplit(":", 1)[1])
     assert records, "the first origin got the request"
     assert all(record["port"] != other_port for record in records), "the redirect was followed"
+    await still_works(http_faults)
+    await leaks.check()
+
+
+async def test_a_forced_revision_the_server_refuses_is_named_on_every_call(http_faults: HttpFaults) -> None:
+    """``protocol='2026-07-28'`` on a server past that revision (-32022): every call's error names the forced
+    revision and ``protocol='auto'``, the first one (which sets the list up) and those after it (each one
+    request on its own)."""
+    forced = "2026-07-28"
+    hint = f"the server may not speak protocol revision {forced}, which protocol='{forced}' forces"
+    server = HttpServer(http_faults.url("/past-2026"), protocol=forced)
+    echo = {"name": "echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}
+    tool = make_mcp_agent_tool(echo, server, timeout=10)
+    for _ in range(3):
+        with pytest.raises(MCPError) as caught:
+            await tool.execute({"message": "hi"})
+        message = str(caught.value)
+        assert "calling tool 'echo'" in message and "Unsupported protocol version" in message
+        assert hint in message
+        assert "protocol='auto' finds out which revision it speaks" in message
+    await still_works(http_faults)
+
+
+async def test_a_session_the_server_forgot_is_an_error_not_a_tool_result(http_faults: HttpFaults) -> None:
+    """A handshake-era call answered HTTP 404 with a JSON-RPC error body (the session is unknown to the
+    server: it restarted) is the connection's failure, raised as an `MCPError`, not a tool's error result
+    handed to the model."""
+    leaks = Leaks()
+    server = HttpServer(http_faults.url("/forgetful"), protocol="legacy")
+    async with await load_mcp_tools(server, timeout=10) as tools:
+        echo = next(item for item in tools if item.name == "echo")
+        with pytest.raises(MCPError) as caught:
+            await echo.execute({"message": "hi"})
+    assert not isinstance(caught.value, MCPTimeoutError)
+    assert "calling tool 'echo'" in str(caught.value) and "Session not found" in str(caught.value)
     await still_works(http_faults)
     await leaks.check()

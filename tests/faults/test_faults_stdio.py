@@ -9,9 +9,11 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
+import anyio
 import psutil
 import pytest
 from mcp.client.stdio import PROCESS_TERMINATION_TIMEOUT
@@ -175,6 +177,33 @@ async def test_megabytes_on_stderr_do_not_block_or_flood_the_error() -> None:
     await leaks.check()
 
 
+async def test_a_stderr_line_past_64_kib_reaches_on_stderr_in_64_kib_pieces_in_the_event_loop() -> None:
+    """`on_stderr` gets each line, in the event loop's thread; a line longer than 64 KiB (a server dumping
+    a blob) comes in pieces of 64 KiB (the last one: the rest), in order, nothing lost. The line is over
+    twice the size of one read of the pipe, so at least one piece is cut whatever the reads' sizes."""
+    leaks = Leaks()
+    size, piece = 200_000, 64 * 1024
+    lines: list[str] = []
+    threads: set[int] = set()
+    whole = anyio.Event()
+
+    def on_stderr(line: str) -> None:
+        lines.append(line)
+        threads.add(threading.get_ident())
+        if sum(map(len, lines)) >= size:
+            whole.set()
+
+    server = stdio_server("ok", "--stderr-line", str(size), on_stderr=on_stderr)
+    async with await load_mcp_tools(server, timeout=20) as tools:
+        assert "echo" in [item.name for item in tools]
+    with anyio.fail_after(20):
+        await whole.wait()
+    assert "".join(lines) == ("0123456789" * (size // 10))[:size]
+    assert len(lines) >= 2 and all(len(line) == piece for line in lines[:-1]), [len(line) for line in lines]
+    assert threads == {threading.get_ident()}
+    await leaks.check()
+
+
 @pytest.mark.timeout(60)
 async def test_a_50_mb_result_completes() -> None:
     leaks = Leaks()
@@ -297,6 +326,33 @@ async def test_a_call_whose_server_hangs_in_initialize_times_out_at_its_limit_no
     await leaks.check()
 
 
+async def test_a_server_stuck_in_initialize_is_heard_on_stderr_while_it_is_closed(tmp_path: Path) -> None:
+    """A call's fresh session that never finishes start-up fails at `startup_timeout`, while the server is
+    still being closed: what the server prints after that (here as it is terminated, since it ignores its
+    closed stdin) still reaches `on_stderr`."""
+    leaks = Leaks()
+    stuck = tmp_path / "stuck"
+    terminated = anyio.Event()
+
+    def on_stderr(line: str) -> None:
+        if line == "stdio_faults: terminated":
+            terminated.set()
+
+    options = ["--hang-init-if", str(stuck), "--deaf-when-stuck", "--say-on-term"]
+    server = stdio_server("ok", *options, protocol="legacy", on_stderr=on_stderr)
+    async with await load_mcp_tools(server, timeout=30, startup_timeout=1.0) as tools:
+        echo = next(item for item in tools if item.name == "echo")
+        assert (await echo.execute({"message": "before"})).text == "before"
+        assert not terminated.is_set()  # a server that exits on its closed stdin is not terminated
+        stuck.touch()
+        with pytest.raises(MCPTimeoutError) as caught:
+            await echo.execute({"message": "hi"})
+        assert caught.value.phase == "initialize"
+        with anyio.fail_after(20):
+            await terminated.wait()
+    await leaks.check()
+
+
 def test_the_loop_ending_while_a_spare_is_spawned_leaves_no_process() -> None:
     """`prespawn=True` and a loop that ends right after loading, while the spare is being spawned: CPython's
     asyncio would wait forever for that spawn (gh-103847). The program ends, and no server outlives it."""
@@ -334,3 +390,39 @@ def _marked(marker: str) -> list[int]:
         except psutil.Error:
             pass
     return found
+
+
+def test_the_loop_ending_mid_call_kills_a_server_deaf_to_its_closed_stdin_at_once(tmp_path: Path) -> None:
+    """`asyncio.run` ends while a call waits on a server that stopped reading stdin: no graceful shutdown
+    can finish then, so the server is killed at once. The program does not wait out the SDK's grace
+    (PROCESS_TERMINATION_TIMEOUT) for a server that will never exit on its own, and leaves nothing running."""
+    marker = f"cubepi-test-{os.getpid()}-{time.monotonic_ns()}"
+    record = tmp_path / "record"
+    script = f"""
+import asyncio, pathlib, time
+from cubepi.mcp import StdioServer, load_mcp_tools
+
+ended = []
+
+async def main():
+    server = StdioServer({PYTHON!r}, [{str(STDIO_FAULTS)!r}, "deaf_call", "--record", {str(record)!r}],
+                         env={{"MARKER": {marker!r}}})
+    tools = await load_mcp_tools(server, timeout=30)
+    asyncio.get_running_loop().create_task(tools[0].execute({{"message": "hi"}}))
+    record = pathlib.Path({str(record)!r})
+    while '"tools/call"' not in (record.read_text() if record.exists() else ""):
+        await asyncio.sleep(0.02)
+    ended.append(time.monotonic())
+
+asyncio.run(main())
+print("shutdown took", time.monotonic() - ended[0])
+"""
+    done = subprocess.run([PYTHON, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    took = float(done.stdout.split("shutdown took", 1)[1])
+    assert took < PROCESS_TERMINATION_TIMEOUT, f"the loop's end took {took:.1f} s"
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _marked(marker):
+        time.sleep(0.05)
+    assert not _marked(marker)

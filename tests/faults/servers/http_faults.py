@@ -16,6 +16,11 @@ Paths on PORT (Streamable HTTP with JSON responses, stateless, unless said other
 /redirect     307 to http://127.0.0.1:OTHER_PORT/mcp (another origin, which records what it got)
 /echo-401     answers 401 with the reason phrase ``Denied for <its Authorization header>``
 /echo-error   a working server, but tools/list gets a JSON-RPC error quoting the X-Api-Key header
+/forgetful    a stateful server (as /stateful) that forgets its sessions before any call: a handshake-era
+              tools/call gets HTTP 404 with a JSON-RPC error body, as the TypeScript SDK answers a session
+              it does not know
+/past-2026    a server upgraded past 2026-07-28: every 2026-07-28 request but server/discover gets -32022
+              (unsupported protocol version); the handshake era is served
 
 Every MCP path speaks both protocol eras, deciding per request as 2026-07-28 does: a request whose
 ``params._meta`` carries ``io.modelcontextprotocol/protocolVersion`` is answered the 2026-07-28 way
@@ -46,6 +51,7 @@ RECORD = sys.argv[3]
 _record_lock = threading.Lock()
 
 MODERN_VERSION = "2026-07-28"
+LATER_VERSION = "2099-01-01"  # what /past-2026 serves instead
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 SERVER_INFO = {"name": "http_faults", "version": "0"}
 STAMP = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}  # what a 2026-07-28 result carries in `_meta`
@@ -97,6 +103,16 @@ def is_modern(message: dict[str, Any]) -> bool:
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     return message.get("method") == "server/discover" or (isinstance(meta, dict) and VERSION_KEY in meta)
+
+
+def is_refused(message: dict[str, Any]) -> bool:
+    """Whether /past-2026 refuses `message`: a 2026-07-28 request other than ``server/discover``."""
+    return "id" in message and message.get("method") != "server/discover" and is_modern(message)
+
+
+def is_forgotten(message: dict[str, Any]) -> bool:
+    """Whether /forgetful answers `message` as a session it does not know: a handshake-era tools/call."""
+    return message.get("method") == "tools/call" and not is_modern(message)
 
 
 def answer(message: dict[str, Any]) -> dict[str, Any] | None:
@@ -180,6 +196,19 @@ class Handler(BaseHTTPRequestHandler):
             error = {"code": -32603, "message": f"key {key} is not allowed to list"}
             self._send(200, json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}).encode())
         elif path == "/echo-error":
+            self._mcp(method, body)
+        elif path == "/forgetful" and method == "POST" and is_forgotten(json.loads(body)):
+            message = json.loads(body)
+            error = {"code": -32001, "message": "Session not found"}
+            self._send(404, json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}).encode())
+        elif path == "/forgetful":
+            self._mcp(method, body, session="forgetful-session")
+        elif path == "/past-2026" and method == "POST" and is_refused(json.loads(body)):
+            message = json.loads(body)
+            refused = {"supported": [LATER_VERSION], "requested": MODERN_VERSION}
+            error = {"code": -32022, "message": "Unsupported protocol version", "data": refused}
+            self._send(200, json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}).encode())
+        elif path == "/past-2026":
             self._mcp(method, body)
         elif path == "/redirect":
             self._send(307, b"", Location=f"http://127.0.0.1:{OTHER_PORT}/mcp")

@@ -36,6 +36,8 @@ handshake-era server that knows the method), in any mode.
 `--record` file and sleeps (ignores the EOF, must be killed), in any mode.
 `--deaf-when-stuck`: once its stdin closes after it left an initialize or server/discover unanswered
 (`hang_init`, `--hang-init-if`), the server sleeps (ignores the EOF, must be killed).
+`--say-on-term`: on SIGTERM the server writes ``stdio_faults: terminated`` to stderr, then exits, in any mode.
+`--stderr-line N` writes one line of N digits (``0123456789`` repeated) to stderr at start, in any mode.
 `--flood MB` writes MB megabytes to stderr at start and during every call, in any mode.
 `--secret-at-cut NAME WINDOW` (mode exit) last prints the value of NAME so that the last WINDOW bytes of
 stderr begin 2 characters into it (a tail window cutting the secret).
@@ -47,6 +49,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -186,10 +189,22 @@ def call(request_id: object, params: dict[str, object]) -> None:
         send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": f"no tool {name}"}})
 
 
+def said_on_term(signum: int, frame: object) -> None:
+    sys.stderr.write("stdio_faults: terminated\n")
+    sys.stderr.flush()
+    os._exit(128 + signum)
+
+
 def main() -> None:
     if option("--print-env"):
         name = option("--print-env") or ""
         sys.stderr.write(f"stdio_faults: using {name}={os.environ.get(name)}\n")
+        sys.stderr.flush()
+    if "--say-on-term" in OPTIONS:
+        signal.signal(signal.SIGTERM, said_on_term)
+    if option("--stderr-line"):
+        size = int(option("--stderr-line") or "0")
+        sys.stderr.write(("0123456789" * (size // 10 + 1))[:size] + "\n")
         sys.stderr.flush()
     if option("--grandchild"):
         child = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(3600)"])
