@@ -250,9 +250,10 @@ class StdioProcess:
     def _feed(self, chunk: bytes) -> None:
         self._partial += chunk
         while (end := self._partial.find(b"\n")) >= 0 or len(self._partial) >= MAX_LINE:
-            cut = end if end >= 0 else MAX_LINE
+            whole = 0 <= end <= MAX_LINE
+            cut = end if whole else MAX_LINE
             line = bytes(self._partial[:cut])
-            del self._partial[: cut + (end >= 0)]
+            del self._partial[: cut + whole]
             self._emit(line)
 
     def _emit(self, line: bytes) -> None:

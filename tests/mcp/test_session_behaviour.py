@@ -457,6 +457,32 @@ async def test_stderr_capture_is_bounded_and_split_into_lines() -> None:
     assert lines == ["first", "second", "x" * 5000, "partial"]
 
 
+@pytest.mark.parametrize("first", [40_000, 65_536, 70_000])
+async def test_a_long_stderr_line_comes_in_64_kib_pieces_however_the_reads_fall(first: int) -> None:
+    # A line's end may arrive in the read that takes it past 64 KiB: it still comes in 64 KiB pieces.
+    from cubepi.mcp._stdio import MAX_LINE
+
+    lines: list[str] = []
+    capture = StdioProcess(on_line=lines.append)
+    capture.start_reading()
+    capture._take(b"x" * first)  # two reads of the pipe, the newline in the second
+    capture._take(b"y" * 40_000 + b"\nnext\n")
+    await capture.stderr_tail()
+    line = "x" * first + "y" * 40_000
+    pieces = [line[i : i + MAX_LINE] for i in range(0, len(line), MAX_LINE)]
+    assert lines == [*pieces, "next"]
+
+
+def test_a_stderr_line_of_exactly_64_kib_is_one_line() -> None:
+    from cubepi.mcp._stdio import MAX_LINE
+
+    lines: list[str] = []
+    capture = StdioProcess(on_line=lines.append)
+    capture._take(b"z" * MAX_LINE + b"\n")
+    capture.close_errlog()
+    assert lines == ["z" * MAX_LINE]
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="lists open descriptors from /proc")
 async def test_stderr_capture_closes_its_pipe_once_drained() -> None:
     # Each stdio server gets a stderr pipe: once its end is read, both ends are closed (a long-lived
