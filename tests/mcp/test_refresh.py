@@ -379,3 +379,29 @@ async def test_a_reconnected_connection_follows_its_new_session(
     stopped = [record.getMessage() for record in caplog.records if "stopped following" in record.getMessage()]
     assert all("until the connection reopens" in message for message in stopped), stopped
     await leaks.assert_clean()
+
+
+async def test_a_list_says_whether_it_is_closed(tmp_path: Path) -> None:
+    tools = await load_mcp_tools(
+        StdioServer(PYTHON, [str(CHANGING)], env={"STATE": str(tmp_path / "s.json")})
+    )
+    assert not tools.closed and "closed" not in repr(tools) and "stable" in repr(tools)
+    await tools.aclose()
+    assert tools.closed and repr(tools).endswith(", closed)")
+    # A list loaded from a live connection does not own it: it is never closed, the connection decides.
+    async with StdioServer(PYTHON, [str(CHANGING)]).connect() as conn:
+        live = await load_mcp_tools(conn)
+        assert not live.closed and "closed" not in repr(live)
+        await live.aclose()
+        assert not live.closed and (await _tool(live, "stable").execute({"text": "on"})).text == "on"
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_refresh_keeps_the_app_only_tools_for_the_app(protocol: str) -> None:
+    async with await load_mcp_tools(
+        StdioServer(PYTHON, [str(SERVERS / "whoami.py")], protocol=protocol)
+    ) as tools:
+        assert _names(tools) == ["whoami"] and _names(tools.app_tools) == ["panel"]
+        assert await tools.refresh(force=True) == ToolChanges()
+        assert _names(tools) == ["whoami"] and _names(tools.app_tools) == ["panel"]
+        assert '"panel": true' in (await tools.app_tools[0].execute({})).text
