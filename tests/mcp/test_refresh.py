@@ -189,6 +189,28 @@ async def test_a_fresh_listing_sends_nothing(changing_http: Callable[..., str], 
         assert posts == ["tools/list"]
 
 
+async def test_a_fresh_listing_is_reused_for_its_ttl_capped_at_a_day(
+    changing_http: Callable[..., str], posts: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    import cubepi.mcp._toollist as toollist
+
+    day = 24 * 60 * 60
+    server = HttpServer(changing_http(TTL_MS=str(2 * day * 1000)))  # two days: a client keeps one at most
+    async with await load_mcp_tools(server) as tools:
+        await _add(tools, "extra", "d")
+        posts.clear()
+        ahead = 0.0  # the lists' clock runs `ahead` seconds ahead of the real one (waiting a day is no test)
+        monkeypatch.setattr(
+            toollist, "time", types.SimpleNamespace(monotonic=lambda: time.monotonic() + ahead)
+        )
+        ahead = day - 50  # less than a day since the listing, however slow this machine
+        assert await tools.refresh() == ToolChanges() and posts == []
+        ahead = day + 1  # more than a day: stale, though the server said two
+        assert await tools.refresh() == ToolChanges(added=("extra",)) and posts == ["tools/list"]
+
+
 @pytest.mark.parametrize(
     ("protocol", "ttl_ms"), [("auto", 50), ("legacy", 600_000)], ids=["stale", "handshake-era-no-hints"]
 )
