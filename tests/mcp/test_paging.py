@@ -7,13 +7,15 @@ Streamable HTTP, a live connection and a config file.
 
 from __future__ import annotations
 
+import logging
 import pickle
 import re
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
-from conftest import EVERYTHING, KITCHEN, PYTHON, RunningServer
+from conftest import EVERYTHING, KITCHEN, PYTHON, SERVERS, RunningServer
 
 from cubepi import AgentTool, AgentToolResult, TextContent
 from cubepi.errors import UserError
@@ -252,6 +254,21 @@ async def test_refresh_keeps_read_more_and_what_it_kept(kitchen_http: RunningSer
     assert [name for name in tools if name.endswith("read_more")] == ["read_more"]
     whole, _ = await read_all(tools, result)
     assert whole == message
+
+
+async def test_a_listed_read_more_is_left_to_the_server(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = tmp_path / "tools.json"
+    state.write_text('{"read_more": "the server\'s own"}')  # changing.py serves the tools of its STATE
+    server = StdioServer(PYTHON, [str(SERVERS / "changing.py")], env={"STATE": str(state)})
+    caplog.set_level(logging.WARNING, logger="cubepi.mcp")
+    async with await load_mcp_tools(server, prefix="c", max_output_chars=100, page_results=True) as loaded:
+        assert [tool.name for tool in loaded].count("c__read_more") == 1
+        tools = by_name(loaded)
+        assert tools["c__read_more"].description == "the server's own"
+        assert text_of(await tools["c__read_more"].execute({"text": "hi"})) == "read_more: hi"
+    assert "not adding the tool 'c__read_more': a tool of that name is listed" in caplog.text
 
 
 def test_a_list_keeps_exactly_its_bound_and_references_count_from_one() -> None:

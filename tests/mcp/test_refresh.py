@@ -190,6 +190,28 @@ async def test_a_fresh_listing_sends_nothing(changing_http: Callable[..., str], 
         assert posts == ["tools/list"]
 
 
+async def test_a_fresh_listing_is_reused_for_its_ttl_capped_at_a_day(
+    changing_http: Callable[..., str], posts: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    import cubepi.mcp._toollist as toollist
+
+    day = 24 * 60 * 60
+    server = HttpServer(changing_http(TTL_MS=str(2 * day * 1000)))  # two days: a client keeps one at most
+    async with await load_mcp_tools(server) as tools:
+        await _add(tools, "extra", "d")
+        posts.clear()
+        ahead = 0.0  # the lists' clock runs `ahead` seconds ahead of the real one (waiting a day is no test)
+        monkeypatch.setattr(
+            toollist, "time", types.SimpleNamespace(monotonic=lambda: time.monotonic() + ahead)
+        )
+        ahead = day - 50  # less than a day since the listing, however slow this machine
+        assert await tools.refresh() == ToolChanges() and posts == []
+        ahead = day + 1  # more than a day: stale, though the server said two
+        assert await tools.refresh() == ToolChanges(added=("extra",)) and posts == ["tools/list"]
+
+
 @pytest.mark.parametrize(
     ("protocol", "ttl_ms"), [("auto", 50), ("legacy", 600_000)], ids=["stale", "handshake-era-no-hints"]
 )
@@ -476,3 +498,29 @@ async def test_a_list_waits_for_the_listen_stream_up_to_its_limit(
         with anyio.fail_after(20):
             while not ("extra" in _names(tools) and "extra" in _names(again)):  # noqa: ASYNC110 (no callback: polled)
                 await anyio.sleep(0.05)
+
+
+async def test_a_list_says_whether_it_is_closed(tmp_path: Path) -> None:
+    tools = await load_mcp_tools(
+        StdioServer(PYTHON, [str(CHANGING)], env={"STATE": str(tmp_path / "s.json")})
+    )
+    assert not tools.closed and "closed" not in repr(tools) and "stable" in repr(tools)
+    await tools.aclose()
+    assert tools.closed and repr(tools).endswith(", closed)")
+    # A list loaded from a live connection does not own it: it is never closed, the connection decides.
+    async with StdioServer(PYTHON, [str(CHANGING)]).connect() as conn:
+        live = await load_mcp_tools(conn)
+        assert not live.closed and "closed" not in repr(live)
+        await live.aclose()
+        assert not live.closed and (await _tool(live, "stable").execute({"text": "on"})).text == "on"
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_refresh_keeps_the_app_only_tools_for_the_app(protocol: str) -> None:
+    async with await load_mcp_tools(
+        StdioServer(PYTHON, [str(SERVERS / "whoami.py")], protocol=protocol)
+    ) as tools:
+        assert _names(tools) == ["whoami"] and _names(tools.app_tools) == ["panel"]
+        assert await tools.refresh(force=True) == ToolChanges()
+        assert _names(tools) == ["whoami"] and _names(tools.app_tools) == ["panel"]
+        assert '"panel": true' in (await tools.app_tools[0].execute({})).text

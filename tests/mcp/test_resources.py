@@ -183,6 +183,21 @@ async def test_a_2026_read_resource_is_one_request(http_server_factory: StartSer
         assert log.read_text().split() == ["resources/list"] * 3  # three pages, no handshake
 
 
+async def test_a_refresh_lists_the_tools_alone(http_server_factory: StartServer, tmp_path: Path) -> None:
+    log = tmp_path / "requests.log"
+    running = http_server_factory(
+        [PYTHON, str(OFFERS), "streamable-http"], "/mcp", env={"OFFERS_LOG": str(log)}
+    )
+    server = HttpServer(running.url, transport="streamable-http")
+    async with await load_mcp_tools(server, resources=True, prompts=True) as tools:
+        names = [tool.name for tool in tools]
+        assert "resources/templates/list" in log.read_text().split()  # the load asked, for read_note
+        log.write_text("")
+        assert not await tools.refresh(force=True)
+        assert log.read_text().split() == ["tools/list"]  # the tools for the model are kept, not asked again
+        assert [tool.name for tool in tools] == names
+
+
 @pytest.mark.parametrize("era", ERAS)
 async def test_a_server_without_instructions(era: str) -> None:
     server = StdioServer(PYTHON, [str(OFFERS)], env={"OFFERS_NO_INSTRUCTIONS": "1"}, protocol=era)
