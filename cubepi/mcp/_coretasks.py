@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from ._protocol import Protocol
 
-__all__ = ["CoreDriver", "call_as_task", "runs_as_core_task"]
+__all__ = ["CoreDriver", "call_as_task", "runs_as_core_task", "task_hint", "with_task_hint"]
 
 
 def runs_as_core_task(tool: mcp_types.Tool | None, protocol: Protocol) -> bool:
@@ -187,3 +187,25 @@ def _error_result(text: str) -> mcp_types.CallToolResult:
     from mcp import types
 
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def task_hint(tool: mcp_types.Tool | None, protocol: Protocol) -> str | None:
+    """The sentence added to the error of a tool a handshake-era server runs only as a task."""
+    required = getattr(getattr(tool, "execution", None), "task_support", None) == "required"
+    if not required or protocol.stateless:
+        return None
+    return (
+        "the server runs this tool only as a task (the 2025-11-25 protocol's core tasks); cubepi drives "
+        "tasks for the tools of a list loaded with tasks=True (the default), not with tasks=False, from a "
+        "connection or made with make_mcp_agent_tool"
+    )
+
+
+def with_task_hint(result: Any, tool: mcp_types.Tool | None, protocol: Protocol) -> mcp_types.CallToolResult:
+    """`result`, with `task_hint` added to an error's content."""
+    hint = task_hint(tool, protocol) if result.is_error else None
+    if hint is None:
+        return result  # type: ignore[no-any-return]
+    from mcp import types
+
+    return result.model_copy(update={"content": [*result.content, types.TextContent(type="text", text=hint)]})  # type: ignore[no-any-return]

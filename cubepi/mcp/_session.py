@@ -21,7 +21,7 @@ import anyio
 
 from ..tools import UpdateCallback
 from . import _errors, _http
-from ._coretasks import runs_as_core_task
+from ._coretasks import runs_as_core_task, task_hint, with_task_hint
 from ._errors import Attempt
 from ._http import HTTP_CLOSE_GRACE, HttpKind, open_http, recording, resolve_headers
 from ._input import missing_input_hint
@@ -48,8 +48,8 @@ INPUT_ROUNDS = 10
 
 
 class Interrupted(Exception):
-    """Raised out of `Opening.session` when its `opening` scope was cancelled (the caller went away while
-    the session started): the caller's cancellation is delivered in its place."""
+    """Raised out of `Opening.session` when its `opening` scope was cancelled (the caller left while the
+    session started); the caller's cancellation is delivered in its place."""
 
 
 @dataclass
@@ -208,7 +208,6 @@ class Opening:
     ) -> AsyncIterator[Session]:
         """Streamable HTTP or SSE; an ``"auto"`` server not known yet is tried over Streamable HTTP first,
         and a 4xx (not 401 / 403) to it means an SSE-only server."""
-
         learned = self.learned
         kind: HttpKind = "streamable-http" if server.transport == "auto" else server.transport
         if learned.transport == "sse" or learned.transport == "streamable-http":
@@ -356,12 +355,12 @@ async def call_tool(
                 )
             if tasks is not None and not isinstance(first, types.CallToolResult):
                 return await tasks.finish(session, first, on_update, scope, hard)
-            return _with_task_hint(first, definition, session.protocol)
+            return with_task_hint(first, definition, session.protocol)
         except SdkError as exc:
             if _is_transport_failure(exc, session):
                 raise
             hint = missing_input_hint(exc.code, exc.error.message)
-            hint = hint or (None if core else _task_hint(definition, session.protocol))  # driven: no advice
+            hint = hint or (None if core else task_hint(definition, session.protocol))  # driven: no advice
             return types.CallToolResult(
                 content=[
                     types.TextContent(type="text", text=exc.error.message + (f" ({hint})" if hint else ""))
@@ -429,24 +428,3 @@ def _is_transport_failure(exc: Any, session: Session) -> bool:
         return True
     status = session.attempt.http_status
     return status in (401, 403) or (status == 404 and not session.protocol.stateless)
-
-
-def _task_hint(tool: mcp_types.Tool | None, protocol: Protocol) -> str | None:
-    """The sentence added to the error of a tool a handshake-era server runs only as a task."""
-    required = getattr(getattr(tool, "execution", None), "task_support", None) == "required"
-    if not required or protocol.stateless:
-        return None
-    return (
-        "the server runs this tool only as a task (the 2025-11-25 protocol's core tasks); cubepi drives "
-        "tasks for the tools of a list loaded with tasks=True (the default), not with tasks=False, from a "
-        "connection or made with make_mcp_agent_tool"
-    )
-
-
-def _with_task_hint(result: Any, tool: mcp_types.Tool | None, protocol: Protocol) -> mcp_types.CallToolResult:
-    hint = _task_hint(tool, protocol) if result.is_error else None
-    if hint is None:
-        return result  # type: ignore[no-any-return]
-    from mcp import types
-
-    return result.model_copy(update={"content": [*result.content, types.TextContent(type="text", text=hint)]})  # type: ignore[no-any-return]

@@ -416,9 +416,9 @@ def test_a_task_s_end_becomes_the_call_s_result() -> None:
 
 
 def test_only_a_handshake_era_task_only_tool_gets_the_tasks_hint() -> None:
+    from cubepi.mcp._coretasks import task_hint as legacy_task_hint
+    from cubepi.mcp._coretasks import with_task_hint as with_legacy_task_hint
     from cubepi.mcp._protocol import Protocol
-    from cubepi.mcp._session import _task_hint as legacy_task_hint
-    from cubepi.mcp._session import _with_task_hint as with_legacy_task_hint
 
     def tool(support: str | None) -> types.Tool:
         execution = types.ToolExecution(task_support=support) if support else None
