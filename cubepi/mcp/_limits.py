@@ -179,19 +179,21 @@ class Deadline:
         self.process.on_output = self.heard
         outcome: list[T] = []
         failure: list[BaseException] = []
+        later: _Later | None = None
         try:
             async with anyio.create_task_group() as group:
-                later = _start_later(group, min(self.idle, self.starting), self._probe)
+                later = _Later(group, min(self.idle, self.starting), self._probe)
                 try:
                     outcome.append(await request())
                 except BaseException as exc:  # re-raised below, outside the task group
                     failure.append(exc)
                 finally:
-                    if later is not None:
-                        later.cancel()
+                    later.cancel()
                     group.cancel_scope.cancel()
         finally:
             self.process.on_output = None
+            if later is not None:
+                later.close()
         if failure:
             raise failure[0]
         return outcome[0]
@@ -222,17 +224,39 @@ class Deadline:
         return self.starting if self.process is not None and not self.process.heard else None
 
 
-def _start_later(
-    group: anyio.abc.TaskGroup, delay: float, work: Callable[[], Coroutine[Any, Any, None]]
-) -> asyncio.TimerHandle | None:
-    """Start `work` in `group` after `delay` seconds. On asyncio a loop timer waits, so that a request
-    answered in time costs no task (most requests); elsewhere (trio) a task sleeps first (None)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        group.start_soon(_after, delay, work)
-        return None
-    return loop.call_later(delay, group.start_soon, work)
+class _Later:
+    """`work` started in `group` after `delay` seconds. On asyncio a loop timer waits, so that a request
+    answered in time costs no task (most requests); elsewhere (trio) a task sleeps first."""
+
+    def __init__(
+        self, group: anyio.abc.TaskGroup, delay: float, work: Callable[[], Coroutine[Any, Any, None]]
+    ) -> None:
+        self._timer: asyncio.TimerHandle | None = None
+        self._work: Coroutine[Any, Any, None] | None = None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            group.start_soon(_after, delay, work)
+            return
+        self._timer = loop.call_later(delay, self._start, group, work)
+
+    def _start(self, group: anyio.abc.TaskGroup, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        self._work = work()
+        group.start_soon(_given, self._work)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def close(self) -> None:
+        """Once the group has ended: close the work, in case its task was cancelled before its first step
+        (no "never awaited" warning); a finished coroutine is left as it is."""
+        if self._work is not None:
+            self._work.close()
+
+
+def _given(work: Coroutine[Any, Any, None]) -> Coroutine[Any, Any, None]:
+    return work
 
 
 async def _after(delay: float, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
