@@ -97,6 +97,28 @@ async def test_unopened_connection_is_a_user_error() -> None:
         await load_mcp_tools(conn, prespawn=True)
 
 
+async def test_a_connections_callbacks_and_sizes_are_refused_by_the_loader(leaks: LeakChecker) -> None:
+    """What belongs to the connection (callbacks, log level, response size) is an error when given to
+    `load_mcp_tools` with a live connection, never silently dropped."""
+
+    async def callback(*args: Any) -> None:
+        return None
+
+    async with stdio().connect() as conn:
+        for option in (
+            {"log_level": "info"},
+            {"elicitation_callback": callback},
+            {"sampling_callback": callback},
+            {"list_roots_callback": callback},
+        ):
+            with pytest.raises(UserError, match=r"go to server\.connect\(elicitation_callback=\.\.\."):
+                await load_mcp_tools(conn, **option)  # type: ignore[arg-type]
+        with pytest.raises(UserError, match="a connection's max_response_bytes goes to its server config"):
+            await load_mcp_tools(conn, max_response_bytes=1_000_000)
+        assert [tool.name for tool in await load_mcp_tools(conn, include=["pid"])] == ["pid"]
+    await leaks.assert_clean()
+
+
 async def test_fifty_concurrent_calls_over_one_stdio_connection(leaks: LeakChecker) -> None:
     async with stdio().connect() as conn:
         tools = by_name(await load_mcp_tools(conn, include=["hold", "peak", "pid"]))

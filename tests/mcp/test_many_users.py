@@ -286,6 +286,27 @@ async def test_scopes_nest(tools: MCPToolList) -> None:
     assert current_call_context() == CallContext()
 
 
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_an_inner_scope_keeps_the_outer_auth_unless_it_has_its_own(
+    whoami_http: RunningServer, protocol: str
+) -> None:
+    server = HttpServer(whoami_http.url, auth=Bearer("service"), protocol=protocol)
+    async with await load_mcp_tools(server, hidden_arguments={"user_id": "u"}) as tools:
+        outer_auth = Bearer("outer-oauth")
+        async with call_context(auth=outer_auth):
+            async with call_context(meta={"who": "inner"}) as inner:
+                assert inner.auth is outer_auth
+                answer = seen((await tools[0].execute({})).text)
+            assert (answer["authorization"], answer["meta"]["who"]) == ("Bearer outer-oauth", "inner")
+            async with call_context(auth=Bearer("inner-oauth")):
+                answer = seen((await tools[0].execute({})).text)
+            assert answer["authorization"] == "Bearer inner-oauth"
+            answer = seen((await tools[0].execute({})).text)
+            assert answer["authorization"] == "Bearer outer-oauth"
+        answer = seen((await tools[0].execute({})).text)
+        assert answer["authorization"] == "Bearer service"
+
+
 async def test_app_only_tools_are_kept_for_the_app(tools: MCPToolList) -> None:
     assert [tool.name for tool in tools] == ["whoami"]
     (panel,) = tools.app_tools

@@ -65,6 +65,23 @@ def test_every_loader_takes_every_policy() -> None:
         assert all(parameters[name].kind is inspect.Parameter.KEYWORD_ONLY for name in POLICIES)
 
 
+def test_the_loaders_share_their_defaults() -> None:
+    """`load_mcp_tools_stdio` and `load_mcp_tools_http` default each option as `load_mcp_tools` does (tasks
+    on, the parent environment not inherited, no approval asked), but for the response size: a server config
+    brings its own to `load_mcp_tools`."""
+    shared = inspect.signature(load_mcp_tools).parameters
+    for loader in (load_mcp_tools_stdio, load_mcp_tools_http):
+        parameters = inspect.signature(loader).parameters
+        differ = {
+            name: (shared[name].default, parameter.default)
+            for name, parameter in parameters.items()
+            if name in shared and name != "max_response_bytes" and shared[name].default != parameter.default
+        }
+        assert not differ, f"{loader.__name__}: {differ}"
+    assert shared["tasks"].default is True and shared["needs_approval"].default is False
+    assert inspect.signature(load_mcp_tools_stdio).parameters["inherit_env"].default is False
+
+
 async def test_prefix_include_exclude(annotated_http: RunningServer) -> None:
     server = HttpServer(annotated_http.url)
     tools = await load_mcp_tools(server, prefix="ann", include=["peek", "delete", "pid"], exclude=["pid"])

@@ -338,6 +338,17 @@ async def test_inherit_env_passes_everything(monkeypatch: pytest.MonkeyPatch) ->
     assert seen["env"] == {CANARY: "inherited", "GIVEN": "given"}
 
 
+async def test_load_mcp_tools_stdio_keeps_the_parent_environment_unless_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(CANARY, "do-not-leak")
+    for inherit, want in ((None, None), (True, "do-not-leak")):
+        options = {} if inherit is None else {"inherit_env": inherit}
+        tools = {t.name: t for t in await load_mcp_tools_stdio(PYTHON, [str(BEHAVIOUR)], **options)}
+        result = await tools["context"].execute({"names": [CANARY]})
+        assert result.details["structuredContent"]["env"] == {CANARY: want}
+
+
 def test_env_allowlist_is_documented_and_holds_no_secrets() -> None:
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR"):
         assert name in ENV_PASSTHROUGH

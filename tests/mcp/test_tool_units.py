@@ -4,6 +4,7 @@ output against the `outputSchema`. Calls go to tests/servers/kitchen.py over std
 
 from __future__ import annotations
 
+import logging
 import pickle
 from typing import Any
 
@@ -89,3 +90,31 @@ async def test_a_pickled_tool_still_checks_its_output_schema() -> None:
     mismatch = await bad.execute({"city": "Oslo"})
     assert "humidity" in mismatch.details["structuredContentError"]
     assert mismatch.details["structuredContent"]["city"] == "Oslo"  # the result itself is kept
+
+
+async def test_a_structured_content_error_names_the_root_and_stays_short(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A rule broken at the top of the output is placed at "(root)"; a short message is kept whole, a long
+    one (and its log line) is cut to 500 characters ending with an ellipsis; the result itself is kept."""
+    short = make_mcp_agent_tool(
+        {**WEATHER, "outputSchema": {"type": "object", "required": ["humidity"]}}, kitchen()
+    )
+    result = await short.execute({"city": "Oslo"})
+    assert not result.is_error and result.details["structuredContent"]["city"] == "Oslo"
+    error = result.details["structuredContentError"]
+    assert "at (root):" in error and error.endswith("'humidity' is required")
+    long_name = "humidity_" * 80  # a required name longer than the message may be
+    long = make_mcp_agent_tool(
+        {**WEATHER, "outputSchema": {"type": "object", "required": [long_name]}}, kitchen()
+    )
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="cubepi.mcp"):
+        result = await long.execute({"city": "Oslo"})
+    assert not result.is_error and result.details["structuredContent"]["city"] == "Oslo"
+    error = result.details["structuredContentError"]
+    assert len(error) == 500 and error.endswith("…")
+    assert f"at (root): '{long_name}".startswith(error[error.index("at (root):") : -1])
+    (warning,) = [r for r in caplog.records if r.name == "cubepi.mcp" and r.levelno == logging.WARNING]
+    summary = warning.args[1]  # type: ignore[index]
+    assert len(summary) == 500 and summary.startswith("at (root): 'humidity_")
