@@ -162,6 +162,7 @@ async def test_a_list_from_the_lockfile_sends_no_listing(
     async with await load_mcp_tools_from_lock(lock) as tools:
         assert [t.name for t in tools] == ["greet", "old"]
         assert tools[0].description == "Greet someone by name."
+        assert not any(t.needs_approval for t in tools)  # no approval unless asked for
         assert log.read_text() == ""  # built from the lockfile: nothing sent
         result = await tools[0].execute({"name": "Ada"})
         assert "greet v1" in result.content[0].text  # type: ignore[union-attr]
