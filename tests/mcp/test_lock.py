@@ -15,7 +15,13 @@ from conftest import PYTHON, SERVERS
 
 from cubepi.cli import main
 from cubepi.errors import UserError
-from cubepi.mcp import DriftWarning, StdioServer, load_mcp_tools, load_mcp_tools_from_lock
+from cubepi.mcp import (
+    DriftWarning,
+    StdioServer,
+    load_mcp_tools,
+    load_mcp_tools_from_config,
+    load_mcp_tools_from_lock,
+)
 
 VERSIONED = str(SERVERS / "versioned.py")
 
@@ -177,3 +183,20 @@ async def test_a_lockfile_reference_missing_from_the_environment_is_named(
     monkeypatch.delenv("REQUEST_LOG", raising=False)
     with pytest.raises(UserError, match="environment has no REQUEST_LOG"):
         await load_mcp_tools_from_lock(lock)
+
+
+async def test_a_config_loaded_against_the_lock_reports_the_drift(
+    tmp_path: Path, served: tuple[Path, Path, StdioServer]
+) -> None:
+    version, log, _ = served
+    lock = await _alock(tmp_path, version, log)
+    version.write_text("2")
+    env = {"VERSION_FILE": str(version), "REQUEST_LOG": str(log)}
+    config = {"mcpServers": {"v": {"command": PYTHON, "args": [VERSIONED], "env": env}}}
+    with pytest.warns(DriftWarning):
+        tools = await load_mcp_tools_from_config(config, lock=lock)
+    async with tools:
+        assert [t.name for t in tools] == []
+        drift = tools.drift
+        assert drift is not None
+        assert (drift.changed, drift.added, drift.removed) == (("greet",), ("added",), ("old",))
