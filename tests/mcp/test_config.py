@@ -13,7 +13,7 @@ from conftest import EVERYTHING, KITCHEN, PYTHON, SERVERS, LeakChecker, RunningS
 
 from cubepi import MCPError, MCPTimeoutError, UserError
 from cubepi.cli import main
-from cubepi.mcp import MCPToolList, load_mcp_tools_from_config
+from cubepi.mcp import MCPToolList, ToolChanges, load_mcp_tools_from_config
 
 SECRET = "s3cr3t-value-never-shown"
 
@@ -276,3 +276,21 @@ def test_cli_tools_and_call_read_the_config(tmp_path: Path, capsys: pytest.Captu
 
     assert main(["tools", "--config", str(tmp_path / "missing.json")]) == 2
     assert "cannot read the MCP config" in capsys.readouterr().err
+
+
+async def test_app_only_tools_of_every_server_stay_out_of_the_list_and_survive_a_refresh(
+    leaks: LeakChecker,
+) -> None:
+    config = {
+        "mcpServers": {
+            "k": kitchen(),
+            "w": {"command": PYTHON, "args": [str(SERVERS / "whoami.py")]},
+        }
+    }
+    async with await load_mcp_tools_from_config(config, servers={"k": {"include": ["echo"]}}) as tools:
+        assert [t.name for t in tools] == ["k__echo", "w__whoami"]
+        assert [t.name for t in tools.app_tools] == ["w__panel"]
+        assert await tools.refresh(force=True) == ToolChanges()  # nothing failed to load, nothing changed
+        assert [t.name for t in tools] == ["k__echo", "w__whoami"]
+        assert '"panel": true' in (await tools.app_tools[0].execute({})).text
+    await leaks.assert_clean()

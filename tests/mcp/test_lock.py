@@ -15,7 +15,13 @@ from conftest import PYTHON, SERVERS
 
 from cubepi.cli import main
 from cubepi.errors import UserError
-from cubepi.mcp import DriftWarning, StdioServer, load_mcp_tools, load_mcp_tools_from_lock
+from cubepi.mcp import (
+    DriftWarning,
+    StdioServer,
+    load_mcp_tools,
+    load_mcp_tools_from_config,
+    load_mcp_tools_from_lock,
+)
 
 VERSIONED = str(SERVERS / "versioned.py")
 
@@ -162,6 +168,7 @@ async def test_a_list_from_the_lockfile_sends_no_listing(
     async with await load_mcp_tools_from_lock(lock) as tools:
         assert [t.name for t in tools] == ["greet", "old"]
         assert tools[0].description == "Greet someone by name."
+        assert not any(t.needs_approval for t in tools)  # no approval unless asked for
         assert log.read_text() == ""  # built from the lockfile: nothing sent
         result = await tools[0].execute({"name": "Ada"})
         assert "greet v1" in result.content[0].text  # type: ignore[union-attr]
@@ -176,3 +183,20 @@ async def test_a_lockfile_reference_missing_from_the_environment_is_named(
     monkeypatch.delenv("REQUEST_LOG", raising=False)
     with pytest.raises(UserError, match="environment has no REQUEST_LOG"):
         await load_mcp_tools_from_lock(lock)
+
+
+async def test_a_config_loaded_against_the_lock_reports_the_drift(
+    tmp_path: Path, served: tuple[Path, Path, StdioServer]
+) -> None:
+    version, log, _ = served
+    lock = await _alock(tmp_path, version, log)
+    version.write_text("2")
+    env = {"VERSION_FILE": str(version), "REQUEST_LOG": str(log)}
+    config = {"mcpServers": {"v": {"command": PYTHON, "args": [VERSIONED], "env": env}}}
+    with pytest.warns(DriftWarning):
+        tools = await load_mcp_tools_from_config(config, lock=lock)
+    async with tools:
+        assert [t.name for t in tools] == []
+        drift = tools.drift
+        assert drift is not None
+        assert (drift.changed, drift.added, drift.removed) == (("greet",), ("added",), ("old",))

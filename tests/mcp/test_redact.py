@@ -37,3 +37,23 @@ def test_a_credential_header_value_gives_its_token_too() -> None:
     assert values[:1] == (f"Bearer {SECRET}",)
     assert SECRET in values and "dXNlcjpwYXNzd29yZA==" in values and "short" not in values
     assert redact(f"no {SECRET} here", values) == f"no {MASK} here"
+
+
+def test_a_text_shorter_than_a_piece_is_left_alone() -> None:
+    for text in ("a", "ab", "abc"):
+        assert redact(text, [SECRET]) == text
+
+
+# A secret whose inside repeats a piece: a cut text may start (or end) with that piece where it first (or
+# last) occurs in the secret without being that part of it; the later (or earlier) occurrence is the cut.
+REPEATS = "ab12-wxyz-cd34-wxyz-ef56"
+
+
+def test_a_cut_at_the_start_is_found_past_an_earlier_repeat_of_its_piece() -> None:
+    assert redact(f"{REPEATS[15:]} and more", [REPEATS]) == f"{MASK} and more"
+    assert redact("wxyz-nothing else", [REPEATS]) == "wxyz-nothing else"
+
+
+def test_a_cut_at_the_end_is_found_before_a_later_repeat_of_its_piece() -> None:
+    assert redact(f"and more {REPEATS[:9]}", [REPEATS]) == f"and more {MASK}"
+    assert redact("nothing else-wxyz", [REPEATS]) == "nothing else-wxyz"
