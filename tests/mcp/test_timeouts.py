@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from conftest import PYTHON, SERVERS, LeakChecker, RunningServer, StartServer
+from conftest import KITCHEN, PYTHON, SERVERS, LeakChecker, RunningServer, StartServer
 
 from cubepi import MCPError, MCPTimeoutError
 from cubepi.mcp import (
@@ -188,6 +188,28 @@ async def test_a_stateless_stdio_call_gets_its_timeout_once_the_server_is_up() -
     pinned = StdioServer(PYTHON, [str(SLOW_INIT)], env={"SLOW_INIT_SECONDS": "3"}, protocol="2026-07-28")
     echo = make_mcp_agent_tool(ECHO, pinned, timeout=2, startup_timeout=60)
     assert (await echo.execute({"message": "hi"})).text == "hi"
+
+
+async def test_a_call_answered_in_time_leaves_no_probe_due() -> None:
+    """A new process that answers within `timeout` never gets a probe, not even once the call is over: the
+    probe's timer goes with the call (a timer left behind would start a task in the call's ended task
+    group, which the event loop reports as an error)."""
+    import asyncio
+
+    import anyio
+
+    reported: list[dict[str, object]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+        pinned = StdioServer(PYTHON, [str(KITCHEN)], protocol="2026-07-28")
+        echo = make_mcp_agent_tool(ECHO, pinned, timeout=3, startup_timeout=60)
+        started = loop.time()
+        assert (await echo.execute({"message": "hi"})).text == "hi"
+        await anyio.sleep(max(0.0, started + 3 + 1 - loop.time()))  # past the probe's due time
+    finally:
+        loop.set_exception_handler(None)
+    assert reported == []
 
 
 async def test_a_start_up_probe_the_sdk_gave_up_on_is_asked_again(tmp_path: Path) -> None:
