@@ -179,21 +179,19 @@ class Deadline:
         self.process.on_output = self.heard
         outcome: list[T] = []
         failure: list[BaseException] = []
-        later: _Later | None = None
         try:
-            async with anyio.create_task_group() as group:
-                later = _Later(group, min(self.idle, self.starting), self._probe)
-                try:
-                    outcome.append(await request())
-                except BaseException as exc:  # re-raised below, outside the task group
-                    failure.append(exc)
-                finally:
-                    later.cancel()
-                    group.cancel_scope.cancel()
+            with _Later() as later:
+                async with anyio.create_task_group() as group:
+                    later.start(group, min(self.idle, self.starting), self._probe)
+                    try:
+                        outcome.append(await request())
+                    except BaseException as exc:  # re-raised below, outside the task group
+                        failure.append(exc)
+                    finally:
+                        later.cancel()
+                        group.cancel_scope.cancel()
         finally:
             self.process.on_output = None
-            if later is not None:
-                later.close()
         if failure:
             raise failure[0]
         return outcome[0]
@@ -225,14 +223,25 @@ class Deadline:
 
 
 class _Later:
-    """`work` started in `group` after `delay` seconds. On asyncio a loop timer waits, so that a request
-    answered in time costs no task (most requests); elsewhere (trio) a task sleeps first."""
+    """`work` started in a task group after a delay (`start`). On asyncio a loop timer waits, so that a
+    request answered in time costs no task (most requests); elsewhere (trio) a task sleeps first. Used as
+    ``with _Later() as later:`` around the group: on exit, work whose task was cancelled before its first
+    step (as the loop's end cancels every task) is closed, not left "never awaited"."""
 
-    def __init__(
-        self, group: anyio.abc.TaskGroup, delay: float, work: Callable[[], Coroutine[Any, Any, None]]
-    ) -> None:
+    def __init__(self) -> None:
         self._timer: asyncio.TimerHandle | None = None
         self._work: Coroutine[Any, Any, None] | None = None
+
+    def __enter__(self) -> _Later:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._work is not None:
+            self._work.close()  # a finished coroutine is left as it is
+
+    def start(
+        self, group: anyio.abc.TaskGroup, delay: float, work: Callable[[], Coroutine[Any, Any, None]]
+    ) -> None:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -247,12 +256,6 @@ class _Later:
     def cancel(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-
-    def close(self) -> None:
-        """Once the group has ended: close the work, in case its task was cancelled before its first step
-        (no "never awaited" warning); a finished coroutine is left as it is."""
-        if self._work is not None:
-            self._work.close()
 
 
 def _given(work: Coroutine[Any, Any, None]) -> Coroutine[Any, Any, None]:

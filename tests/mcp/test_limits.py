@@ -305,8 +305,8 @@ def test_the_defaults_say_what_they_are() -> None:
 async def test_a_probe_cancelled_before_its_first_step_is_closed_not_left_unawaited() -> None:
     """The start-up probe starts from a loop timer (`_limits._Later`); when the loop ends (its tasks are
     cancelled natively) right after the timer fired, the probe's task is cancelled before it ran, and its
-    coroutine must be closed, not left for the garbage collector to warn about ("coroutine ... was never
-    awaited")."""
+    coroutine is closed as the block ends, not left for the garbage collector to warn about ("coroutine ...
+    was never awaited")."""
     import asyncio
     import inspect
 
@@ -317,18 +317,17 @@ async def test_a_probe_cancelled_before_its_first_step_is_closed_not_left_unawai
     async def probe() -> None:
         ran.set()
 
-    later: _Later | None = None
-    async with anyio.create_task_group() as group:
-        later = _Later(group, 3600, probe)
-        before = asyncio.all_tasks()
-        later._start(group, probe)  # the timer firing
-        later.cancel()
-        for task in asyncio.all_tasks() - before:
-            task.cancel()  # as the loop's end cancels every task
-    assert not ran.is_set()
-    assert later._work is not None
-    assert inspect.getcoroutinestate(later._work) == inspect.CORO_CREATED
-    later.close()
+    with _Later() as later:
+        async with anyio.create_task_group() as group:
+            later.start(group, 3600, probe)
+            before = asyncio.all_tasks()
+            later._start(group, probe)  # the timer firing
+            later.cancel()
+            for task in asyncio.all_tasks() - before:
+                task.cancel()  # as the loop's end cancels every task
+        assert not ran.is_set()
+        assert later._work is not None
+        assert inspect.getcoroutinestate(later._work) == inspect.CORO_CREATED
     assert inspect.getcoroutinestate(later._work) == inspect.CORO_CLOSED
 
 
@@ -340,9 +339,9 @@ async def test_a_probe_that_ran_is_left_as_it_finished() -> None:
     async def probe() -> None:
         ran.set()
 
-    async with anyio.create_task_group() as group:
-        later = _Later(group, 0, probe)
-        with anyio.fail_after(20):
-            await ran.wait()
-    later.close()
+    with _Later() as later:
+        async with anyio.create_task_group() as group:
+            later.start(group, 0, probe)
+            with anyio.fail_after(20):
+                await ran.wait()
     assert ran.is_set()
