@@ -141,6 +141,7 @@ def generated(corpus_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
         sys.modules.pop(path.stem, None)
 
 
+@pytest.mark.timeout(600)  # a cold mypy --strict run, CPU-bound: minutes on 2 loaded cores
 def test_every_generated_module_passes_ruff_and_mypy_strict(generated: dict[str, Path]) -> None:
     folder = next(iter(generated.values())).parent
     ruff = [PYTHON, "-m", "ruff"]
