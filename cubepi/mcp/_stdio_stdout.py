@@ -8,6 +8,8 @@ a line with no end forever; `_LineAligned` hands it chunks that end at a newline
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -23,13 +25,53 @@ EXIT_POLL = 1.0  # how often a silent stdout looks whether the server still runs
 
 class _EndsWithServer(ByteReceiveStream):
     """The server's stdout, ended once the server has exited and nothing more arrives for `EXIT_POLL` s,
-    even while a child it left behind holds the pipe open."""
+    even while a child it left behind holds the pipe open.
+
+    Under asyncio on Linux the exit is an event (a pidfd the loop watches), so a read waits on the pipe
+    alone, with no timer, until the server exits; from then on (and on other platforms and loops) a read
+    that hears nothing for `EXIT_POLL` s looks whether the server is gone.
+    """
 
     def __init__(self, inner: ByteReceiveStream, process: Process) -> None:
         self._inner = inner
         self._process = process
+        self._reading: anyio.CancelScope | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pidfd = -1
+        self._watch(process.pid)
+
+    def _watch(self, pid: int) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+            fd = os.pidfd_open(pid)  # type: ignore[attr-defined,unused-ignore]
+        except (RuntimeError, AttributeError, OSError):
+            return
+        try:
+            loop.add_reader(fd, self._exited)
+        except (NotImplementedError, OSError):
+            os.close(fd)
+            return
+        self._loop, self._pidfd = loop, fd
+
+    def _unwatch(self) -> None:
+        if self._pidfd >= 0:
+            assert self._loop is not None
+            self._loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = -1
+
+    def _exited(self) -> None:
+        self._unwatch()
+        if self._reading is not None:
+            self._reading.cancel()
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
+        while self._pidfd >= 0:
+            with anyio.CancelScope() as self._reading:
+                try:
+                    return await self._inner.receive(max_bytes)
+                finally:
+                    self._reading = None
         while True:
             with anyio.move_on_after(EXIT_POLL):
                 return await self._inner.receive(max_bytes)
@@ -37,6 +79,7 @@ class _EndsWithServer(ByteReceiveStream):
                 raise anyio.EndOfStream
 
     async def aclose(self) -> None:
+        self._unwatch()
         await self._inner.aclose()
 
 
