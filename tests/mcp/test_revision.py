@@ -73,6 +73,7 @@ async def test_log_level_brings_the_servers_logs_to_python_logging(
     logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "cubepi.mcp.server"]
     assert any(level == logging.INFO and "starting the chat" in text for level, text in logged)
     assert any(level == logging.WARNING and "almost done" in text for level, text in logged)
+    assert (logging.INFO, f"{server.describe()}: starting the chat") in logged  # which server said it
 
 
 async def test_without_log_level_a_2026_server_sends_no_logs(caplog: pytest.LogCaptureFixture) -> None:
