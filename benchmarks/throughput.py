@@ -2,7 +2,7 @@
 2026-07-28 Streamable HTTP server (`_add_server.py`), from one process and from a 2-worker Dask cluster,
 next to the raw SDK doing the same.
 
-Run: ``python benchmarks/throughput.py [--calls 1000] [--concurrency 50] [--rounds 3]``.
+Run: ``python benchmarks/throughput.py [--calls 1000] [--concurrency 50] [--rounds 3] [--gc-freeze]``.
 
 Cases (each round runs them all, in a shuffled order; the table shows each case's median calls/s):
 
@@ -22,6 +22,7 @@ At the end the process must hold no more TCP connections than at the start (ever
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import statistics
@@ -102,6 +103,9 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-dask", action="store_true", help="leave the Dask cases out")
     parser.add_argument("--dask-map", action="store_true", help="add the one-task-per-call Dask case (slow)")
+    parser.add_argument(
+        "--gc-freeze", action="store_true", help="gc.freeze() once loaded (full collections skip that heap)"
+    )
     options = parser.parse_args()
     calls, concurrency = options.calls, options.concurrency
     before = connections()
@@ -174,6 +178,8 @@ async def main() -> None:
                             cases[DASK_MAP] = dask_map
                     for run in cases.values():  # an untimed warm-up each
                         await run(min(calls, 100))
+                    if options.gc_freeze:
+                        gc.freeze()
                     for _ in range(options.rounds):
                         order = list(cases)
                         random.shuffle(order)
@@ -193,6 +199,8 @@ async def main() -> None:
         f"{calls} calls of add(a, b), concurrency {concurrency}, {options.rounds} rounds (median); "
         f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}"
     )
+    if options.gc_freeze:
+        print("gc.freeze() after loading")
     print(f"{'case':<44} {'calls/s':>9} {'vs raw fresh':>13} {'vs persistent':>14}")
     for name, rate in median.items():
         print(f"{name:<44} {rate:>9.0f} {rate / base:>12.2f}x {rate / median[PERSISTENT]:>13.2f}x")

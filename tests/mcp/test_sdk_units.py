@@ -4,6 +4,7 @@ command and the import problem. (A fresh process without the extra: tests/mcp/te
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -33,7 +34,7 @@ def test_without_a_part_of_the_extra_the_gate_names_the_install_command(
     missing: str, fresh_check: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as patch:
-        patch.setitem(__import__("sys").modules, missing, None)  # as if it were not installed
+        patch.setitem(sys.modules, missing, None)  # as if it were not installed
         with pytest.raises(UserError) as raised:
             ensure_sdk()
         assert modern_versions() is None
