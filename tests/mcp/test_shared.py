@@ -187,7 +187,7 @@ async def test_a_spare_whose_server_dies_on_the_probe_is_never_given_a_call(
 ) -> None:
     server = warming(warming_script, request_log, ON_PROBE="die")
     async with await load_mcp_tools(server, prespawn=True, include=["whoami"]) as tools:
-        assert not await tools._shared.wait_spare(), "a spare whose connection broke is not ready"
+        assert await tools._shared.wait_spare() is False, "a spare whose connection broke is not ready"
         result = await tools[0].execute({})
         assert not result.is_error, result.text
         loaded, spare = started(request_log)[:2]
@@ -195,18 +195,22 @@ async def test_a_spare_whose_server_dies_on_the_probe_is_never_given_a_call(
         assert result.text not in (str(loaded), str(spare))  # the call ran on a fresh process
 
 
-async def test_a_handshake_era_spare_that_lists_past_the_timeout_is_dropped(
-    warming_script: Path, request_log: Path, leaks: LeakChecker
+@pytest.mark.parametrize(("list_delay", "ready"), [("0.3", True), ("1.5", False)])
+async def test_a_handshake_era_spare_has_the_timeout_alone_for_its_listing(
+    list_delay: str, ready: bool, warming_script: Path, request_log: Path, leaks: LeakChecker
 ) -> None:
-    # The warm-up's listing gets `timeout` (1 s) once a handshake-era server is up; the spare's server
-    # takes 1.5 s to list, so the spare is given up, and the call opens a fresh session.
-    server = warming(warming_script, request_log, protocol="legacy", LATER_LIST_DELAY="1.5")
+    # The warm-up's listing gets `timeout` (1 s) once a handshake-era server is up: a spare whose server
+    # lists in 0.3 s is used; one that takes 1.5 s is given up before it gets to the probe.
+    server = warming(warming_script, request_log, protocol="legacy", LATER_LIST_DELAY=list_delay)
     tools = await load_mcp_tools(server, prespawn=True, include=["whoami"], timeout=1, startup_timeout=30)
     async with tools:
         with anyio.fail_after(15):
-            assert not await tools._shared.wait_spare()
+            assert await tools._shared.wait_spare() is ready
         spare = started(request_log)[1]
-        assert requests_of(request_log, spare)[-1] == ["tools/list", None]  # it never got to the probe
+        if ready:
+            assert (await tools[0].execute({})).text == str(spare)
+        else:
+            assert requests_of(request_log, spare)[-1] == ["tools/list", None]  # it never got to the probe
 
 
 async def test_a_2026_spare_gets_its_start_up_limit_for_the_listing_but_the_call_only_the_timeout(
@@ -313,9 +317,20 @@ async def test_aclose_closes_the_list_under_either_backend(anyio_backend: str) -
     shared = Shared("the server", "stdio")
     keeper = await shared.keeper()
     assert (keeper is None) == (anyio_backend == "trio")  # under trio each call owns its session
+    assert await shared.wait_spare() is False  # no spare was asked for
     await shared.aclose()
     assert shared.closed
     with pytest.raises(UserError, match="the tool list of the server was closed"):
         shared.check_open()
     await shared.aclose()  # a second aclose is harmless
     assert shared.closed
+
+
+def test_a_list_used_under_asyncio_closes_under_trio(warming_script: Path, request_log: Path) -> None:
+    tools = anyio.run(lambda: load_mcp_tools(warming(warming_script, request_log), include=["whoami"]))
+    pid = tools[0].execute_sync({}).text  # each call in a loop of its own, which has a keeper
+    assert pid == str(started(request_log)[-1])
+    anyio.run(tools.aclose, backend="trio")
+    assert tools.closed
+    with pytest.raises(UserError, match="was closed"):
+        tools[0].execute_sync({})
