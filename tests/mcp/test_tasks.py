@@ -240,6 +240,33 @@ async def test_a_closing_list_cancels_the_tasks_it_waits_on(tasks_http: RunningS
     await cancelled_gates(gates, "closed")
 
 
+async def test_a_list_closed_by_a_cancelled_caller_still_stops_its_tasks_first(
+    tasks_http: RunningServer, gates: Path
+) -> None:
+    """`aclose()` is shielded: a caller already cancelled still gets the list closed, and it returns once
+    the waiting call has cancelled its task on the server."""
+    updates = Updates()
+    failures: list[BaseException] = []
+    tools = await load_mcp_tools(HttpServer(tasks_http.url), include=["gated"])
+
+    async def call() -> None:
+        try:
+            await tools[0].execute({"gate": "closed-cancelled"}, on_update=updates)
+        except MCPError as exc:
+            failures.append(exc)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(call)
+        await updates.wait_for("waiting for closed-cancelled")
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await tools.aclose()
+        assert tools.closed
+        log = anyio.Path(gates / "cancelled.log")
+        assert "closed-cancelled" in (await log.read_text()).split()  # already: aclose waited for it
+    assert len(failures) == 1 and "tool list was closed" in str(failures[0])
+
+
 async def test_a_stdio_task_ends_with_its_call() -> None:
     """Over stdio the task lives in the call's own process: cancelling the call ends both."""
     updates = Updates()
