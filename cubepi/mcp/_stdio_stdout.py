@@ -66,7 +66,7 @@ class _EndsWithServer(ByteReceiveStream):
             self._reading.cancel()
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
-        while self._pidfd >= 0:
+        if self._pidfd >= 0:  # cancelled by `_exited`: go on below, looking each `EXIT_POLL`
             with anyio.CancelScope() as self._reading:
                 try:
                     return await self._inner.receive(max_bytes)
