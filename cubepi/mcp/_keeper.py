@@ -145,6 +145,7 @@ class Keeper:
         self._borrowed = 0
         self._released_at = 0.0
         self._wake = anyio.Event()  # the last borrower returned the client, or stop
+        self._counting = False  # `_close_idle` counts down to a close: a release need not wake it
         self._gate = anyio.Lock(fast_acquire=True)  # no call starts while idle connections close
 
     def launch(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -218,12 +219,17 @@ class Keeper:
         self._borrowed -= 1
         if self._borrowed == 0:
             self._released_at = anyio.current_time()
-            self._wake.set()
+            if not self._counting:
+                self._wake.set()
 
     async def _close_idle(self) -> None:
+        """Close the idle connections `IDLE_GRACE` after the last release. Calls back to back do not wake
+        this task: once counting, it wakes when the grace from the first release ends and counts on from
+        the last one."""
         while not self._stop.is_set():
             await self._wake.wait()
             self._wake = anyio.Event()
+            self._counting = True
             while not self._stop.is_set() and self._borrowed == 0 and self._client is not None:
                 wait = self._released_at + IDLE_GRACE - anyio.current_time()
                 if wait <= 0:
@@ -233,3 +239,4 @@ class Keeper:
                     break
                 with anyio.move_on_after(wait):
                     await self._stop.wait()
+            self._counting = False

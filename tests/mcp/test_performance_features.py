@@ -336,6 +336,25 @@ async def test_back_to_back_2026_calls_reuse_one_warm_connection(
     assert not leaks.new_connections()  # closing the list closes it at once
 
 
+async def test_a_warm_connection_is_kept_a_grace_after_the_last_call_not_the_first(
+    kitchen_http: RunningServer, leaks: LeakChecker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Calls closer together than the grace keep one connection however long they go on: the closer counts
+    # from the last call's end (calls back to back do not wake it), then closes it.
+    from cubepi.mcp import _keeper
+
+    monkeypatch.setattr(_keeper, "IDLE_GRACE", 4.0)
+    tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
+    echo = by_name(tools)["echo"]
+    warm = leaks.new_connections()
+    for i in range(3):  # the third call comes 5 s after the first one ended, 2.5 s after the second
+        assert (await echo.execute({"message": str(i)})).text == str(i)
+        assert leaks.new_connections() == warm, f"call {i} found its warm connection closed"
+        await anyio.sleep(2.5)
+    await leaks.assert_clean(wait=4.0)
+    await tools.aclose()
+
+
 @pytest.mark.parametrize("protocol", ERAS)
 async def test_a_cancelled_http_call_returns_once_its_session_has_ended(
     protocol: str, kitchen_http: RunningServer, http_log: HttpLog
