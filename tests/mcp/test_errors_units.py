@@ -255,3 +255,32 @@ def test_reraise_keeps_the_errors_own_cause() -> None:
     with pytest.raises(MCPError) as raised:
         reraise(error)
     assert raised.value is error and raised.value.__cause__ is cause
+
+
+class EndedProcess:
+    """What an `Attempt` reads of a stdio server's process: its stderr tail and its exit code."""
+
+    def __init__(self, stderr: str, returncode: int | None) -> None:
+        self.stderr, self.returncode = stderr, returncode
+        self.settled: list[bool] = []
+
+    async def stderr_tail(self, *, settled: bool = True) -> str:
+        self.settled.append(settled)
+        return self.stderr
+
+
+async def test_an_attempt_tells_how_its_process_ended_and_what_it_printed_without_secrets() -> None:
+    process = EndedProcess("Traceback: bad token s3cret-token-value", 3)
+    attempt = Attempt(tool_name="t", phase="call", process=process)  # type: ignore[arg-type]
+    attempt.add_secrets(["s3cret-token-value"])
+    error = await attempt.error(anyio.BrokenResourceError(), SERVER)
+    assert isinstance(error, MCPError)
+    assert str(error).startswith(
+        "calling tool 't' on demo-server failed: BrokenResourceError (exited with code 3)"
+    )
+    assert error.stderr == "Traceback: bad token ***"
+    # Before the session has closed, the tail is what the server printed so far; a running process has no
+    # exit code to tell.
+    process.returncode = None
+    error = await attempt.error(anyio.BrokenResourceError(), SERVER, settled=False)
+    assert "exited" not in str(error) and process.settled == [True, False]
