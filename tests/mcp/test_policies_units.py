@@ -4,6 +4,9 @@ renderers. The end-to-end behaviour against real servers is in test_policies.py.
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -416,3 +419,84 @@ def test_a_dict_result_keeps_its_images_when_cut() -> None:
     result = Policies.create(max_output_chars=4).render(raw)
     assert isinstance(result.content[0], ImageContent)
     assert texts(result) == ["xxxx\n[truncated: 5 of 9 characters cut (max_output_chars=4)]"]
+
+
+# -- a tool made without a list, a refresh, page_results, no SDK at import ---------------------------------
+
+
+async def test_a_tool_built_with_the_default_policies_is_not_retried(pauses: list[float]) -> None:
+    """`make_mcp_agent_tool` builds with `Policies()` itself: no retries, even for a read-only tool."""
+    caller = Caller(crash())
+    tool = _tool.build_tool(spec("read", readOnlyHint=True), caller, Policies(max_concurrency=None))
+    with pytest.raises(MCPError, match="closed the connection"):
+        await tool.execute({})
+    assert caller.calls == ["read"] and pauses == []
+    assert (await tool.execute({})).text == "ok"
+
+
+async def test_a_refresh_forgets_the_names_the_server_dropped(pauses: list[float]) -> None:
+    """A listing after a refresh (not strict): names in include/exclude/retries the server no longer
+    offers are no error; the rest still apply."""
+    policies = Policies.create(include=["a", "b", "gone"], exclude=["b", "gone"], retries={"a": 1, "gone": 2})
+    caller = Caller(crash())
+    listing = Lister(caller, policies).build([spec("a"), spec("b"), spec("c")], strict=False)
+    tools = {t.name: t for t in listing.tools}
+    assert list(tools) == ["a"]
+    assert (await tools["a"].execute({})).text == "ok" and caller.calls == ["a", "a"]  # retried once
+    with pytest.raises(UserError, match="'gone'"):
+        Lister(Caller(), policies).build([spec("a"), spec("b")])
+    cut = policies.offered_only(["a", "c"])
+    assert (cut.include, cut.exclude, cut.retries) == (frozenset({"a"}), frozenset(), {"a": 1})
+    counted = Policies.create(retries=2, prefix="p").offered_only(["a"])
+    assert (counted.retries, counted.include, counted.exclude, counted.prefix) == (2, None, None, "p")
+    caller = Caller(crash(), crash())
+    (read,) = Lister(caller, counted).build([spec("a", readOnlyHint=True)], strict=False).tools
+    assert (await read.execute({})).text == "ok" and len(caller.calls) == 3
+
+
+def test_page_results_keeps_the_cut_text_for_read_more() -> None:
+    policies = Policies.create(max_output_chars=5, page_results=True, prefix="p")
+    result = policies.render(sdk_result("abcdefgh", "ij"))
+    ref = result.details["truncated"]["ref"]
+    assert result.details["truncated"] == {"total_chars": 10, "kept_chars": 5, "limit": 5, "ref": ref}
+    assert texts(result) == [
+        "abcde\n[truncated: 5 of 10 characters cut (max_output_chars=5)]"
+        f"\n[5 more characters: read on with p__read_more(ref={ref!r}, offset=5)]"
+    ]
+    assert policies.pages is not None
+    assert texts(policies.pages.read(ref, 5, 100, "p__read_more")) == ["fghij"]
+    rendered = Policies.create(result_renderer=lambda raw: "x" * 8, max_output_chars=3, page_results=True)
+    cut = rendered.render(sdk_result())
+    assert "read on with read_more(ref=" in cut.text and cut.details["truncated"]["kept_chars"] == 3
+
+
+def test_page_results_says_when_the_rest_is_too_long_to_keep() -> None:
+    result = Policies.create(max_output_chars=2, page_results=3).render(sdk_result("abcdefg"))
+    assert texts(result) == [
+        "ab\n[truncated: 5 of 7 characters cut (max_output_chars=2)]"
+        "\n[the rest is too long to keep for reading on (page_results=3)]"
+    ]
+    assert "ref" not in result.details["truncated"]
+
+
+def test_without_page_results_nothing_is_kept() -> None:
+    policies = Policies.create(max_output_chars=2)
+    assert policies.pages is None
+    result = policies.render(sdk_result("abcdefg"))
+    assert texts(result) == ["ab\n[truncated: 5 of 7 characters cut (max_output_chars=2)]"]
+
+
+def test_policies_need_no_sdk_to_import_and_check() -> None:
+    """`import cubepi.mcp` works without the mcp extra; the policies are checked without it too."""
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["mcp"] = None  # as if the extra were not installed
+        from cubepi.mcp._policies import Policies
+        policies = Policies.create(prefix="p", include=["a"], max_output_chars=3)
+        print([name for name, _ in policies.select([{"name": "a"}, {"name": "b"}], "a server")])
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['p__a']"
