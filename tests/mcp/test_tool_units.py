@@ -1,6 +1,7 @@
 """One MCP tool definition as an `AgentTool` (`make_mcp_agent_tool`, cubepi/mcp/_tool.py): what a definition
-must hold, what a missing or odd field becomes, and that a tool which travelled (pickled) still checks its
-output against the `outputSchema`. Calls go to tests/servers/kitchen.py over stdio."""
+must hold, what a missing or odd field becomes, that a tool which travelled (pickled) still checks its
+output against the `outputSchema`, and what a call sends of a hidden argument. Calls go to
+tests/servers/kitchen.py over stdio."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from conftest import KITCHEN, PYTHON
 from mcp import types
 
 from cubepi import UserError
-from cubepi.mcp import StdioServer, make_mcp_agent_tool
+from cubepi.mcp import StdioServer, load_mcp_tools, make_mcp_agent_tool
 
 
 def kitchen() -> StdioServer:
@@ -118,3 +119,18 @@ async def test_a_structured_content_error_names_the_root_and_stays_short(
     (warning,) = [r for r in caplog.records if r.name == "cubepi.mcp" and r.levelno == logging.WARNING]
     summary = warning.args[1]  # type: ignore[index]
     assert len(summary) == 500 and summary.startswith("at (root): 'humidity_")
+
+
+async def test_a_hidden_argument_is_sent_by_the_app_and_refused_from_the_model() -> None:
+    """`hidden_arguments` binds echo's `message`: it leaves the schema, every call sends the bound value, and
+    a model that sets it gets an error result instead of a call."""
+    async with await load_mcp_tools(
+        kitchen(), include=["echo"], hidden_arguments={"message": "from the app"}
+    ) as tools:
+        (echo,) = tools
+        assert "message" not in echo.input_schema["properties"]
+        sent = await echo.execute({})
+        assert not sent.is_error and sent.text == "from the app"
+        refused = await echo.execute({"message": "from the model"})
+        assert refused.is_error and "message" in refused.text
+        assert "from the app" not in refused.text
