@@ -1,11 +1,14 @@
 """A session's listing (cubepi/mcp/_listing.py), asked of real stdio servers through a list's runner: the
 pages followed in order, the shortest ``ttlMs`` (2026-07-28 only), the nameless and repeated tools skipped
-with a warning, a repeated cursor, and a failure or timeout named as the listing's."""
+with a warning, a repeated cursor, a failure or timeout named as the listing's, and no SDK import until a
+listing runs."""
 
 from __future__ import annotations
 
 import logging
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -107,3 +110,18 @@ async def test_an_unanswered_listing_is_a_list_timeout(protocol: str, leaks: Lea
     with pytest.raises(MCPTimeoutError) as caught:
         await runner(faults("hang_list", protocol), timeout=1).request(list_tools)
     assert (caught.value.phase, caught.value.limit) == ("list", 1.0)
+
+
+def test_the_listing_module_imports_without_the_sdk() -> None:
+    """`import cubepi.mcp` works without the mcp extra: the listing imports the SDK only when it runs."""
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["mcp"] = None  # as if the extra were not installed
+        from cubepi.mcp._listing import list_pages, list_tools
+        print(list_tools.__name__, list_pages.__name__)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "list_tools list_pages"
