@@ -153,6 +153,31 @@ async def test_a_timed_out_call_is_sent_once_and_the_connection_goes_on(tmp_path
     assert calls == ["hang", "context"]
 
 
+async def test_a_reopen_that_failed_is_tried_again_by_the_next_call(
+    tmp_path: Path, leaks: LeakChecker
+) -> None:
+    """A handshake-era server that will not start: the reopen fails, and the next call opens anew."""
+    broken = tmp_path / "broken"
+    script = (
+        f"import os, runpy, sys; os.path.exists({str(broken)!r}) and sys.exit(5); "
+        f"runpy.run_path({str(ANNOTATED)!r}, run_name='__main__')"
+    )
+    server = StdioServer(PYTHON, ["-c", script], protocol="legacy")
+    async with server.connect(auto_reconnect=True) as conn:
+        pid = named(await load_mcp_tools(conn, include=["pid"]), "pid")
+        first = (await pid.execute({})).text
+        broken.touch()
+        await kill(int(first))
+        with pytest.raises(MCPError) as caught:
+            await pid.execute({})
+        assert isinstance(caught.value.__cause__, MCPError), "raised from the call that failed"
+        assert conn.reconnects == 0
+        broken.unlink()
+        again = (await pid.execute({})).text
+        assert again.isdigit() and again != first and conn.reconnects == 1
+    await leaks.assert_clean()
+
+
 async def test_a_call_on_a_dead_connection_says_it_was_lost(leaks: LeakChecker) -> None:
     async with StdioServer(PYTHON, [str(ANNOTATED)]).connect() as conn:
         pid = named(await load_mcp_tools(conn, include=["pid"]), "pid")
