@@ -1,7 +1,7 @@
 """`MCPConnection` one behaviour at a time, against real stdio servers: a failed open leaves it closed,
 what the server offers besides tools, the follower it starts (told of changes, and of those made while
 the connection was down), a stateless session ignoring list_changed notifications, a timed-out call
-sent once, and what a failed call's error says about the connection.
+sent once, a failed reopen tried again by the next call, and what a failed call's error says.
 """
 
 from __future__ import annotations
