@@ -257,6 +257,7 @@ def test_idle_connections_close_a_grace_after_the_last_call(kitchen_http: Runnin
 
 def test_a_loop_that_did_not_load_the_list_keeps_a_spare_once_it_has_called_twice() -> None:
     """``execute_sync`` runs a loop per call: a spare started after its one call would only be killed."""
+    leaks = LeakChecker()
     server = StdioServer(PYTHON, [str(ANNOTATED)])
     tools = anyio.run(lambda: load_mcp_tools(server, prespawn=True, include=["pid"]))
 
@@ -269,3 +270,4 @@ def test_a_loop_that_did_not_load_the_list_keeps_a_spare_once_it_has_called_twic
         return ready
 
     assert anyio.run(elsewhere) == [False, True]
+    anyio.run(leaks.assert_clean)
