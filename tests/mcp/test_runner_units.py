@@ -6,6 +6,8 @@ tests/faults/servers/http_faults.py."""
 
 from __future__ import annotations
 
+import functools
+import gc
 import json
 import os
 import subprocess
@@ -13,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import psutil
 import pytest
 from conftest import KITCHEN, PYTHON, SERVERS, LeakChecker, RunningServer, _wait_for_port, free_port
 from mcp import types
@@ -40,6 +44,18 @@ def annotated() -> StdioServer:
 
 async def say_yes(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
     return types.ElicitResult(action="accept", content={"confirm": True})
+
+
+def children() -> set[int]:
+    """The live child processes of this one."""
+    found = set()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                found.add(child.pid)
+        except psutil.Error:
+            pass
+    return found
 
 
 async def say_no(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -196,3 +212,28 @@ async def test_a_one_request_call_the_server_refuses_is_sent_again_in_the_handsh
         ("tools/list", False),
     ]
     assert after == [("initialize", False), ("tools/list", False)]
+
+
+def test_a_spare_started_in_a_later_loop_lets_the_list_go() -> None:
+    """A loop that called twice starts a spare; dropping the list there still ends that spare (it holds
+    no way back to the list), while the loop runs on."""
+    holder = [
+        anyio.run(functools.partial(load_mcp_tools, kitchen(), include=["pid"], prespawn=True, timeout=30))
+    ]
+
+    async def later() -> None:
+        before = children()
+        for _ in range(2):
+            assert int((await holder[0][0].execute({})).text) > 0
+        shared = holder[0]._shared
+        assert shared is not None and await shared.wait_spare()
+        spares = children() - before
+        assert spares
+        del shared
+        holder.clear()
+        gc.collect()
+        with anyio.fail_after(30):
+            while children() & spares:  # noqa: ASYNC110 - a process ending: polled, bounded
+                await anyio.sleep(0.05)
+
+    anyio.run(later)
