@@ -1,8 +1,8 @@
 """The runner of a loaded list (`Stateless`, cubepi/mcp/_runner.py): which session a call gets and what it
 carries there (a lent or the list's own elicitation callback, per-call headers, the tasks extension, a
-waiting spare), a 2026-07-28 server that refuses that revision after load, the trio path without a keeper,
-and the error a failed call raises. Against tests/servers (kitchen, annotated, offers, tasks) and
-tests/faults/servers/http_faults.py."""
+waiting spare, which holds no way back to its list), a 2026-07-28 server that refuses that revision after
+load, the trio path without a keeper, and the error a failed call raises. Against tests/servers (kitchen,
+annotated, offers, tasks) and tests/faults/servers/http_faults.py."""
 
 from __future__ import annotations
 
@@ -190,7 +190,8 @@ async def test_a_one_request_call_the_server_refuses_is_sent_again_in_the_handsh
 
     async def names() -> tuple[list[str], list[tuple[str, bool]]]:
         record.write_text("")
-        listed, _ = await runner.request(list_tools)
+        with anyio.fail_after(60):  # a request sent again and again would never end
+            listed, _ = await runner.request(list_tools)
         bodies = [
             json.loads(r["body"]) for r in map(json.loads, record.read_text().splitlines()) if r["body"]
         ]
