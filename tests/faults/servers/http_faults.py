@@ -21,6 +21,7 @@ Paths on PORT (Streamable HTTP with JSON responses, stateless, unless said other
               it does not know
 /past-2026    a server upgraded past 2026-07-28: every 2026-07-28 request but server/discover gets -32022
               (unsupported protocol version); the handshake era is served
+/upgraded     the same, whose server/discover lists only the later revision it serves now
 
 Every MCP path speaks both protocol eras, deciding per request as 2026-07-28 does: a request whose
 ``params._meta`` carries ``io.modelcontextprotocol/protocolVersion`` is answered the 2026-07-28 way
@@ -51,7 +52,7 @@ RECORD = sys.argv[3]
 _record_lock = threading.Lock()
 
 MODERN_VERSION = "2026-07-28"
-LATER_VERSION = "2099-01-01"  # what /past-2026 serves instead
+LATER_VERSION = "2099-01-01"  # what /past-2026 and /upgraded serve instead
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 SERVER_INFO = {"name": "http_faults", "version": "0"}
 STAMP = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}  # what a 2026-07-28 result carries in `_meta`
@@ -203,12 +204,16 @@ class Handler(BaseHTTPRequestHandler):
             self._send(404, json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}).encode())
         elif path == "/forgetful":
             self._mcp(method, body, session="forgetful-session")
-        elif path == "/past-2026" and method == "POST" and is_refused(json.loads(body)):
+        elif path == "/upgraded" and method == "POST" and json.loads(body).get("method") == "server/discover":
+            message = json.loads(body)
+            result = {"supportedVersions": [LATER_VERSION], "capabilities": {"tools": {}}, **UNCACHED}
+            self._send(200, json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode())
+        elif path in ("/past-2026", "/upgraded") and method == "POST" and is_refused(json.loads(body)):
             message = json.loads(body)
             refused = {"supported": [LATER_VERSION], "requested": MODERN_VERSION}
             error = {"code": -32022, "message": "Unsupported protocol version", "data": refused}
             self._send(200, json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}).encode())
-        elif path == "/past-2026":
+        elif path in ("/past-2026", "/upgraded"):
             self._mcp(method, body)
         elif path == "/redirect":
             self._send(307, b"", Location=f"http://127.0.0.1:{OTHER_PORT}/mcp")
