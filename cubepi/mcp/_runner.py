@@ -185,12 +185,13 @@ class Stateless(Runner):
             if _errors.is_cancellation(exc):
                 raise
             if self._refused(exc):
-                return await self._leased(work, *args, tool_name=tool_name)
+                return await self._leased(work, *args, tool_name=tool_name, again=True)
             _errors.reraise(await attempt.error(exc, self.describe()))
 
-    async def _leased(self, work: Work, *args: Any, tool_name: str | None = None) -> Any:
+    async def _leased(self, work: Work, *args: Any, tool_name: str | None = None, again: bool = False) -> Any:
         """A request on a leased session (see `_keeper`): a limit that runs out raises at once while the
-        list's keeper goes on closing the session; anything else returns once the session has closed."""
+        list's keeper goes on closing the session; anything else returns once the session has closed.
+        `again`: the request was refused once already, so a second refusal is raised, not retried."""
         shared = self.shared
         shared.check_open()
         keeper = await shared.keeper()
@@ -212,8 +213,8 @@ class Stateless(Runner):
             failure = await self._failure(exc, lease, bounded=keeper is not None and self.owned)
             if failure is exc:
                 lease.attempt.phase = phase
-            if self._refused(failure):
-                return await self._leased(work, *args, tool_name=tool_name)
+            if not again and self._refused(failure):
+                return await self._leased(work, *args, tool_name=tool_name, again=True)
             _errors.reraise(
                 await lease.attempt.error(failure, self.describe(), settled=lease.closed.is_set())
             )

@@ -7,6 +7,7 @@ it (and which headers).
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -281,6 +282,26 @@ async def test_a_forced_revision_the_server_refuses_is_named_on_every_call(http_
         assert hint in message
         assert "protocol='auto' finds out which revision it speaks" in message
     await still_works(http_faults)
+
+
+async def test_a_revision_refused_again_after_its_discover_is_an_error_not_a_loop(
+    http_faults: HttpFaults,
+) -> None:
+    """``protocol='auto'`` on a server whose ``server/discover`` lists 2026-07-28 but which refuses every
+    2026-07-28 request (-32022): the request is sent once more on a session that discovers again, and
+    that second refusal is the error, not a third try."""
+    leaks = Leaks()
+    server = HttpServer(http_faults.url("/past-2026"))
+    seen = len(http_faults.records())
+    with pytest.raises(MCPError) as caught:
+        await load_mcp_tools(server, timeout=10)
+    assert not isinstance(caught.value, MCPTimeoutError)
+    assert "Unsupported protocol version" in str(caught.value)
+    bodies = [record["body"] for record in http_faults.records()[seen:] if record["body"]]
+    listings = [body for body in bodies if json.loads(body).get("method") == "tools/list"]
+    assert len(listings) == 2, "the refused listing is sent once more, then raised"
+    await still_works(http_faults)
+    await leaks.check()
 
 
 async def test_a_session_the_server_forgot_is_an_error_not_a_tool_result(http_faults: HttpFaults) -> None:
