@@ -18,6 +18,7 @@ import anyio
 import pytest
 
 from cubepi.mcp._keeper import IDLE_GRACE
+from cubepi.tools import ToolUpdate
 
 TESTS = Path(__file__).parent
 SERVERS = TESTS / "servers"
@@ -197,3 +198,22 @@ async def leaks() -> AsyncIterator[LeakChecker]:
     checker = LeakChecker()
     yield checker
     await checker.assert_clean()
+
+
+class Updates:
+    """The messages a call reports (its `on_update`), with an event for the one a test waits for."""
+
+    def __init__(self) -> None:
+        self.messages: list[str | None] = []
+        self._waiting: dict[str, anyio.Event] = {}
+
+    def __call__(self, update: ToolUpdate) -> None:
+        self.messages.append(update.message)
+        event = self._waiting.get(update.message or "")
+        if event is not None:
+            event.set()
+
+    async def wait_for(self, message: str, limit: float = 30.0) -> None:
+        if message not in self.messages:
+            with anyio.fail_after(limit):
+                await self._waiting.setdefault(message, anyio.Event()).wait()

@@ -11,35 +11,14 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import EVERYTHING, PYTHON, SERVERS, RunningServer, StartServer
+from conftest import EVERYTHING, PYTHON, SERVERS, RunningServer, StartServer, Updates
 from mcp import types
 
 from cubepi.errors import MCPError, MCPTimeoutError
 from cubepi.mcp import HttpServer, StdioServer, call_context, load_mcp_tools
-from cubepi.tools import ToolUpdate
 
 CORE = SERVERS / "coretasks.py"
 WAIT = 30.0
-
-
-class Updates:
-    """The messages a call reports, with an event for the one a test waits for."""
-
-    def __init__(self) -> None:
-        self.messages: list[str | None] = []
-        self._waiting: dict[str, anyio.Event] = {}
-
-    def __call__(self, update: ToolUpdate) -> None:
-        self.messages.append(update.message)
-        event = self._waiting.get(update.message or "")
-        if event is not None:
-            event.set()
-
-    async def wait_for(self, message: str) -> None:
-        if message not in self.messages:
-            event = self._waiting.setdefault(message, anyio.Event())
-            with anyio.fail_after(WAIT):
-                await event.wait()
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
-from conftest import EVERYTHING, PYTHON, SERVERS, LeakChecker, RunningServer, StartServer
+from conftest import EVERYTHING, PYTHON, SERVERS, LeakChecker, RunningServer, StartServer, Updates
 from mcp import types
 
 from cubepi.cli import main
@@ -55,27 +55,6 @@ def server(request: pytest.FixtureRequest, gates: Path) -> StdioServer | HttpSer
 
 def by_name(tools: MCPToolList) -> dict[str, Any]:
     return {tool.name: tool for tool in tools}
-
-
-class Updates:
-    """The messages a call reports, with an event for the one a test waits for."""
-
-    def __init__(self) -> None:
-        self.messages: list[str | None] = []
-        self._waiting: dict[str, anyio.Event] = {}
-
-    def __call__(self, update: ToolUpdate) -> None:
-        self.messages.append(update.message)
-        for message, event in self._waiting.items():
-            if update.message == message:
-                event.set()
-
-    async def wait_for(self, message: str) -> None:
-        if message in self.messages:
-            return
-        event = self._waiting.setdefault(message, anyio.Event())
-        with anyio.fail_after(WAIT):
-            await event.wait()
 
 
 async def cancelled_gates(gates: Path, gate: str) -> None:

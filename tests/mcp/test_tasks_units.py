@@ -13,13 +13,12 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
-from conftest import PYTHON, SERVERS, RunningServer, StartServer
+from conftest import PYTHON, SERVERS, RunningServer, StartServer, Updates
 from mcp import types
 
 from cubepi.errors import MCPError
 from cubepi.mcp import HttpServer, load_mcp_tools
 from cubepi.mcp._tasks import CANCEL_LIMIT
-from cubepi.tools import ToolUpdate
 
 pytest.importorskip("fastmcp_tasks")
 
@@ -35,25 +34,6 @@ def gates(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def tasks_http(http_server_factory: StartServer, gates: Path) -> RunningServer:
     return http_server_factory([PYTHON, str(TASKS), "http"], "/mcp", env={"GATES": str(gates)})
-
-
-class Updates:
-    """The messages a call reports, with an event for the one a test waits for."""
-
-    def __init__(self) -> None:
-        self.messages: list[str | None] = []
-        self._waiting: dict[str, anyio.Event] = {}
-
-    def __call__(self, update: ToolUpdate) -> None:
-        self.messages.append(update.message)
-        event = self._waiting.get(update.message or "")
-        if event is not None:
-            event.set()
-
-    async def wait_for(self, message: str) -> None:
-        if message not in self.messages:
-            with anyio.fail_after(WAIT):
-                await self._waiting.setdefault(message, anyio.Event()).wait()
 
 
 class Proxy:
