@@ -87,17 +87,6 @@ def counter_server(script: Path, **env: str) -> StdioServer:
     return StdioServer(PYTHON, [str(script)], env=env or None)
 
 
-def children() -> set[int]:
-    found = set()
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if child.status() != psutil.STATUS_ZOMBIE:
-                found.add(child.pid)
-        except psutil.Error:
-            pass
-    return found
-
-
 async def wait_until(predicate: Any, limit: float = 20.0) -> None:
     deadline = time.monotonic() + limit
     while not predicate():
@@ -650,7 +639,7 @@ def test_prespawn_list_used_from_later_loops(counter_script: Path) -> None:
     """Loaded in a loop since ended: execute_sync starts no spare; a loop that calls twice gets one."""
     tools = anyio.run(functools.partial(load_mcp_tools, counter_server(counter_script), prespawn=True))
     whoami = tools[0]
-    before = children()
+    processes = LeakChecker()
     for _ in range(2):
         assert whoami.execute_sync({}).text.split()[1] == "1"
     assert tools._shared is not None
@@ -668,4 +657,4 @@ def test_prespawn_list_used_from_later_loops(counter_script: Path) -> None:
     replies = anyio.run(later)
     assert all(text.split()[1] == "1" for text in replies)
     assert len({text.split()[0] for text in replies}) == 3
-    assert children() <= before
+    assert not processes.new_children()

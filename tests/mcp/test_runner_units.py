@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import psutil
 import pytest
 from conftest import KITCHEN, PYTHON, SERVERS, LeakChecker, RunningServer, _wait_for_port, free_port
 from mcp import types
@@ -44,18 +43,6 @@ def annotated() -> StdioServer:
 
 async def say_yes(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
     return types.ElicitResult(action="accept", content={"confirm": True})
-
-
-def children() -> set[int]:
-    """The live child processes of this one."""
-    found = set()
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if child.status() != psutil.STATUS_ZOMBIE:
-                found.add(child.pid)
-        except psutil.Error:
-            pass
-    return found
 
 
 async def say_no(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -223,18 +210,18 @@ def test_a_spare_started_in_a_later_loop_lets_the_list_go() -> None:
     ]
 
     async def later() -> None:
-        before = children()
+        processes = LeakChecker()
         for _ in range(2):
             assert int((await holder[0][0].execute({})).text) > 0
         shared = holder[0]._shared
         assert shared is not None and await shared.wait_spare()
-        spares = children() - before
+        spares = processes.new_children()
         assert spares
         del shared
         holder.clear()
         gc.collect()
         with anyio.fail_after(30):
-            while children() & spares:  # noqa: ASYNC110 - a process ending: polled, bounded
+            while processes.children() & spares:  # noqa: ASYNC110 - a process ending: polled, bounded
                 await anyio.sleep(0.05)
 
     anyio.run(later)
