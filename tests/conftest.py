@@ -10,11 +10,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 
 from cubepi.mcp._keeper import IDLE_GRACE
@@ -217,3 +218,14 @@ class Updates:
         if message not in self.messages:
             with anyio.fail_after(limit):
                 await self._waiting.setdefault(message, anyio.Event()).wait()
+
+
+class Bearer(httpx2.Auth):
+    """A token auth (what an OAuth provider does, without the dance)."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
+        request.headers["Authorization"] = f"Bearer {self.token}"
+        yield request

@@ -10,29 +10,19 @@ import http.server
 import json
 import logging
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import anyio.to_thread
-import httpx2
 import pytest
-from conftest import PYTHON, SERVERS, RunningServer, StartServer, plain_http_server
+from conftest import PYTHON, SERVERS, Bearer, RunningServer, StartServer, plain_http_server
 
 from cubepi import MCPError
 from cubepi.mcp import HttpServer, call_context, load_mcp_tools
 from cubepi.mcp._http import http_client
 
 SECRET = "tok-5f1e9a7c2b84d6e03a91"
-
-
-class Bearer(httpx2.Auth):
-    def __init__(self, token: str) -> None:
-        self.token = token
-
-    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
-        request.headers["Authorization"] = f"Bearer {self.token}"
-        yield request
 
 
 @pytest.fixture(scope="module")

@@ -7,14 +7,13 @@ from __future__ import annotations
 import inspect
 import json
 import pickle
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import anyio.to_thread
-import httpx2
 import pytest
-from conftest import PYTHON, SERVERS, RunningServer, StartServer
+from conftest import PYTHON, SERVERS, Bearer, RunningServer, StartServer
 
 from cubepi import AgentTool, UserError
 from cubepi.agent import Agent
@@ -31,17 +30,6 @@ from cubepi.providers import FauxProvider, Model, ProviderRequest, ToolCall
 
 FAUX = Model(id="faux-1", provider="faux")
 USERS = ("alice", "bob")
-
-
-class Bearer(httpx2.Auth):
-    """A token auth (what an OAuth provider does, without the dance)."""
-
-    def __init__(self, token: str) -> None:
-        self.token = token
-
-    def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
-        request.headers["Authorization"] = f"Bearer {self.token}"
-        yield request
 
 
 def user_id(ctx: CallContext) -> Any:
