@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import json
 import os
 import socket
 import subprocess
@@ -13,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -28,6 +30,7 @@ EVERYTHING = NODE_BIN / "mcp-server-everything"
 FILESYSTEM = NODE_BIN / "mcp-server-filesystem"
 KITCHEN = SERVERS / "kitchen.py"
 PYTHON = sys.executable
+HTTP_FAULTS = TESTS / "faults" / "servers" / "http_faults.py"  # one misbehaviour per path
 
 
 def free_port() -> int:
@@ -199,6 +202,53 @@ async def leaks() -> AsyncIterator[LeakChecker]:
     checker = LeakChecker()
     yield checker
     await checker.assert_clean()
+
+
+@dataclass
+class HttpFaults:
+    """The running tests/faults/servers/http_faults.py: `base` is http://127.0.0.1:PORT, `other` the second
+    origin."""
+
+    base: str
+    other: str
+    record_file: Path
+    process: subprocess.Popen[bytes]
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def records(self) -> list[dict[str, Any]]:
+        lines = self.record_file.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def clear(self) -> None:
+        self.record_file.write_text("", encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def http_faults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpFaults]:
+    """tests/faults/servers/http_faults.py on two free ports of 127.0.0.1 (the second is another origin)."""
+    port, other = free_port(), free_port()
+    record_file = tmp_path_factory.mktemp("http_faults") / "requests.jsonl"
+    record_file.write_text("", encoding="utf-8")
+    process = subprocess.Popen(
+        [PYTHON, str(HTTP_FAULTS), str(port), str(other), str(record_file)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ},
+    )
+    try:
+        _wait_for_port(port, process, limit=20)
+        _wait_for_port(other, process, limit=20)
+        yield HttpFaults(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{other}", record_file, process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 class Updates:

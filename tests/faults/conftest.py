@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import psutil
-import pytest
-from conftest import free_port
 
 from cubepi.mcp import StdioServer
 
 FAULTS = Path(__file__).parent
 SERVERS = FAULTS / "servers"
 STDIO_FAULTS = SERVERS / "stdio_faults.py"
-HTTP_FAULTS = SERVERS / "http_faults.py"
 PYTHON = sys.executable
 
 
@@ -84,64 +76,3 @@ class Leaks:
             await anyio.sleep(0.05)
         problems = self.problems()
         assert not problems, "; ".join(problems)
-
-
-@dataclass
-class HttpFaults:
-    """The running http_faults.py server: `base` is http://127.0.0.1:PORT, `other` the second origin."""
-
-    base: str
-    other: str
-    record_file: Path
-    process: subprocess.Popen[bytes]
-
-    def url(self, path: str) -> str:
-        return self.base + path
-
-    def records(self) -> list[dict[str, Any]]:
-        lines = self.record_file.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
-
-    def clear(self) -> None:
-        self.record_file.write_text("", encoding="utf-8")
-
-
-def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
-    import socket
-
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"http_faults.py exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("http_faults.py did not start listening")
-
-
-@pytest.fixture(scope="session")
-def http_faults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpFaults]:
-    """tests/faults/servers/http_faults.py on two free ports of 127.0.0.1 (the second is another origin)."""
-    port, other = free_port(), free_port()
-    record_file = tmp_path_factory.mktemp("http_faults") / "requests.jsonl"
-    record_file.write_text("", encoding="utf-8")
-    process = subprocess.Popen(
-        [PYTHON, str(HTTP_FAULTS), str(port), str(other), str(record_file)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ},
-    )
-    try:
-        _wait_for_port(port, process)
-        _wait_for_port(other, process)
-        yield HttpFaults(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{other}", record_file, process)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()

@@ -15,12 +15,13 @@ from typing import Any
 
 import anyio
 import pytest
+from conftest import HttpFaults
 
 from cubepi import AgentTool
 from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http, make_mcp_agent_tool
 from cubepi.mcp._keeper import IDLE_GRACE
 
-from .conftest import HttpFaults, Leaks, stdio_server
+from .conftest import Leaks, stdio_server
 
 ECHO = {
     "name": "echo",

@@ -11,13 +11,13 @@ import json
 import time
 
 import pytest
-from conftest import free_port
+from conftest import HttpFaults, free_port
 
 from cubepi import MCPError, MCPTimeoutError
 from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http, make_mcp_agent_tool
 from cubepi.mcp._http import HTTP_CLOSE_GRACE
 
-from .conftest import HttpFaults, Leaks, assert_timeout_message
+from .conftest import Leaks, assert_timeout_message
 
 CANARY = "canary-7f3a9c-SECRET"
 HEADERS = {"Authorization": f"Bearer {CANARY}", "X-Api-Key": f"key-{CANARY}"}

@@ -12,11 +12,12 @@ import time
 
 import anyio
 import pytest
+from conftest import HttpFaults
 
 from cubepi import AgentTool
 from cubepi.mcp import load_mcp_tools, load_mcp_tools_http
 
-from .conftest import HttpFaults, Leaks, stdio_server
+from .conftest import Leaks, stdio_server
 
 CONCURRENT = 200
 SEQUENTIAL_HTTP = 1000

@@ -8,13 +8,14 @@ import json
 import logging
 
 import pytest
+from conftest import HttpFaults
 
 from cubepi import MCPError
 from cubepi.mcp import HttpServer, load_mcp_tools
 from cubepi.mcp._redact import MASK
 from cubepi.mcp._stdio import STDERR_LIMIT as DEFAULT_LIMIT
 
-from .conftest import HttpFaults, Leaks, stdio_server
+from .conftest import Leaks, stdio_server
 
 SECRET = "tok-5f1e9a7c2b84d6e03a91"
 

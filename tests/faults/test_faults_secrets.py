@@ -9,11 +9,12 @@ import logging
 
 import httpx2
 import pytest
+from conftest import HttpFaults
 
 from cubepi import MCPError
 from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_stdio, make_mcp_agent_tool
 
-from .conftest import PYTHON, STDIO_FAULTS, HttpFaults, Leaks, stdio_server
+from .conftest import PYTHON, STDIO_FAULTS, Leaks, stdio_server
 
 CANARY = "canary-51d2e8-SECRET"
 ECHO = {"name": "echo", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}}

@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil
 import pytest
-from conftest import free_port
+from conftest import _wait_for_port, free_port
 
 from cubepi import MCPError, MCPTimeoutError, UserError
 from cubepi.mcp import (
@@ -32,7 +32,7 @@ from cubepi.mcp import (
 from cubepi.mcp._http import HTTP_CLOSE_GRACE
 from cubepi.mcp._limits import DEFAULT_MAX_RESPONSE_BYTES
 
-from .conftest import Leaks, _wait_for_port
+from .conftest import Leaks
 
 HERE = Path(__file__).parent
 HOSTILE = HERE / "servers" / "hostile.py"
@@ -53,7 +53,7 @@ def hostile_http() -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_for_port(port, process)
+        _wait_for_port(port, process, limit=20)
         yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()

@@ -9,15 +9,11 @@ from __future__ import annotations
 import functools
 import gc
 import json
-import os
-import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from conftest import KITCHEN, PYTHON, SERVERS, LeakChecker, RunningServer, _wait_for_port, free_port
+from conftest import KITCHEN, PYTHON, SERVERS, HttpFaults, LeakChecker, RunningServer
 from mcp import types
 
 from cubepi._calling import lending_elicitation
@@ -29,7 +25,6 @@ from cubepi.mcp._protocol import Learned, Protocol
 from cubepi.mcp._runner import Stateless
 
 ANNOTATED = SERVERS / "annotated.py"
-HTTP_FAULTS = SERVERS.parent / "faults" / "servers" / "http_faults.py"
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 
 
@@ -134,28 +129,6 @@ async def test_under_trio_a_call_owns_its_session(anyio_backend: str) -> None:
 # -- a server past 2026-07-28 since load ----------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def http_faults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """http_faults.py on free ports: its base URL and the file it records requests in."""
-    port, other = free_port(), free_port()
-    record = tmp_path_factory.mktemp("http_faults") / "requests.jsonl"
-    record.write_text("")
-    command = [PYTHON, str(HTTP_FAULTS), str(port), str(other), str(record)]
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=os.environ,
-    )
-    try:
-        _wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}", record
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
 def stateless_2026() -> Learned:
     discover = types.DiscoverResult.model_validate(
         {
@@ -168,20 +141,18 @@ def stateless_2026() -> Learned:
 
 
 async def test_a_one_request_call_the_server_refuses_is_sent_again_in_the_handshake_era(
-    http_faults: tuple[str, Path],
+    http_faults: HttpFaults,
 ) -> None:
     """Known as a 2026-07-28 server, it serves a later revision now (-32022): the request is sent once more on
     a session that finds the protocol again, and answered; the next one goes straight to the handshake."""
-    base, record = http_faults
-    runner = Stateless(HttpServer(base + "/upgraded"), Timeouts.from_options(20), learned=stateless_2026())
+    server = HttpServer(http_faults.url("/upgraded"))
+    runner = Stateless(server, Timeouts.from_options(20), learned=stateless_2026())
 
     async def names() -> tuple[list[str], list[tuple[str, bool]]]:
-        record.write_text("")
+        http_faults.clear()
         with anyio.fail_after(60):  # a request sent again and again would never end
             listed, _ = await runner.request(list_tools)
-        bodies = [
-            json.loads(r["body"]) for r in map(json.loads, record.read_text().splitlines()) if r["body"]
-        ]
+        bodies = [json.loads(r["body"]) for r in http_faults.records() if r["body"]]
         sent = [
             (m["method"], VERSION_KEY in m.get("params", {}).get("_meta", {})) for m in bodies if "id" in m
         ]
