@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import http.server
 import json
+import math
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -20,6 +22,7 @@ import anyio
 import httpx2
 import pytest
 
+from cubepi.mcp import ToolChanges
 from cubepi.mcp._keeper import IDLE_GRACE
 from cubepi.tools import ToolUpdate
 
@@ -279,3 +282,36 @@ class Bearer(httpx2.Auth):
     def auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
         request.headers["Authorization"] = f"Bearer {self.token}"
         yield request
+
+
+async def kill(pid: int) -> None:
+    """SIGKILL the server `pid` and wait (bounded) until it has died."""
+    import psutil
+
+    process = psutil.Process(pid)
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while _alive(process):
+        assert time.monotonic() < deadline, f"server {pid} still running after SIGKILL"
+        await anyio.sleep(0.01)
+
+
+class Recorder:
+    """An `on_tools_changed` callback (async; `sync` is the same as a plain function) whose calls a test
+    can await."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.send, self.receive = anyio.create_memory_object_stream[ToolChanges](math.inf)
+        self.fail = fail
+
+    def sync(self, changes: ToolChanges) -> None:
+        self.send.send_nowait(changes)
+        if self.fail:
+            raise RuntimeError("the callback broke")
+
+    async def __call__(self, changes: ToolChanges) -> None:
+        self.sync(changes)
+
+    async def next(self, limit: float = 20.0) -> ToolChanges:
+        with anyio.fail_after(limit):
+            return await self.receive.receive()

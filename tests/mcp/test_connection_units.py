@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import gc
 import json
-import math
-import os
-import signal
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.lowlevel
-import psutil
 import pytest
-from conftest import PYTHON, SERVERS, LeakChecker
+from conftest import PYTHON, SERVERS, LeakChecker, Recorder, kill
 
 from cubepi import AgentTool, MCPError, MCPTimeoutError, UserError
 from cubepi.mcp import StdioServer, ToolChanges, load_mcp_tools
@@ -30,20 +26,6 @@ CRASHER = SERVERS / "crasher.py"
 OFFERS = SERVERS / "offers.py"
 
 
-class Changes:
-    """An `on_tools_changed` callback whose calls a test can await (or find none of)."""
-
-    def __init__(self) -> None:
-        self.send, self.receive = anyio.create_memory_object_stream[ToolChanges](math.inf)
-
-    def __call__(self, changes: ToolChanges) -> None:
-        self.send.send_nowait(changes)
-
-    async def next(self) -> ToolChanges:
-        with anyio.fail_after(30):
-            return await self.receive.receive()
-
-
 def named(tools: list[AgentTool], name: str) -> AgentTool:
     return next(tool for tool in tools if tool.name == name)
 
@@ -53,13 +35,6 @@ def changing(tmp_path: Path, protocol: str, **env: str) -> StdioServer:
     return StdioServer(
         PYTHON, [str(CHANGING)], env={"STATE": str(tmp_path / "tools.json"), **env}, protocol=protocol
     )
-
-
-async def kill(pid: int) -> None:
-    """SIGKILL `pid` and wait until it is gone."""
-    process = psutil.Process(pid)
-    os.kill(pid, signal.SIGKILL)
-    await anyio.to_thread.run_sync(process.wait, 10)
 
 
 async def test_a_connection_that_fails_to_open_is_closed(leaks: LeakChecker) -> None:
@@ -86,11 +61,11 @@ async def test_a_connection_asks_its_own_session_for_what_the_server_offers() ->
 
 
 async def test_the_callback_is_told_of_a_change_the_server_announces(tmp_path: Path) -> None:
-    changed = Changes()
+    changed = Recorder()
     async with changing(tmp_path, "legacy").connect(on_tools_changed=changed) as conn:
         tools = await load_mcp_tools(conn)
         assert not (await named(tools, "add_tool").execute({"name": "extra", "description": "d"})).is_error
-        assert await changed.next() == ToolChanges(added=("extra",))
+        assert await changed.next(30) == ToolChanges(added=("extra",))
         assert tools[-1].name == "extra"
 
 
@@ -100,7 +75,7 @@ async def test_a_change_made_while_the_connection_was_down_is_told_once_it_reope
 ) -> None:
     """Nothing announced the change to the dead session: the reopened connection refreshes its lists."""
     server = changing(tmp_path, protocol)
-    changed = Changes()
+    changed = Recorder()
     async with server.connect(on_tools_changed=changed, auto_reconnect=True) as conn:
         tools = await load_mcp_tools(conn)
         [pid] = leaks.new_children()
@@ -109,7 +84,7 @@ async def test_a_change_made_while_the_connection_was_down_is_told_once_it_reope
             await named(elsewhere, "add_tool").execute({"name": "extra", "description": "d"})
         assert (await named(tools, "stable").execute({"text": "again"})).text == "again"
         assert conn.reconnects == 1
-        assert await changed.next() == ToolChanges(added=("extra",))
+        assert await changed.next(30) == ToolChanges(added=("extra",))
         assert tools[-1].name == "extra"
     await leaks.assert_clean()
 
@@ -123,7 +98,7 @@ async def test_a_stateless_session_takes_no_list_changed_notification_for_a_chan
         if getattr(message, "method", None) == "notifications/tools/list_changed":
             notified.set()
 
-    changed = Changes()
+    changed = Recorder()
     server = changing(tmp_path, "auto", NO_LISTEN="1")
     async with server.connect(on_tools_changed=changed, message_handler=handler) as conn:
         add = named(await load_mcp_tools(conn), "add_tool")  # the list itself is gone: no refresh to wait

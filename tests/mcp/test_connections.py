@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -14,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import psutil
 import pytest
 from conftest import (
     KITCHEN,
@@ -25,6 +23,7 @@ from conftest import (
     StartServer,
     _wait_for_port,
     free_port,
+    kill,
 )
 
 from cubepi import AgentTool, MCPError, MCPTimeoutError, UserError
@@ -40,23 +39,6 @@ def stdio() -> StdioServer:
 
 def by_name(tools: list[AgentTool]) -> dict[str, AgentTool]:
     return {t.name: t for t in tools}
-
-
-async def kill(pid: int) -> None:
-    """SIGKILL the server `pid` and wait (bounded) until it has died."""
-    process = psutil.Process(pid)
-    os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while _running(process):
-        assert time.monotonic() < deadline, f"server {pid} still running after SIGKILL"
-        await anyio.sleep(0.01)
-
-
-def _running(process: psutil.Process) -> bool:
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import PYTHON, SERVERS, LeakChecker, StartServer
+from conftest import PYTHON, SERVERS, LeakChecker, Recorder, StartServer
 
 import cubepi.mcp._http as opening
 from cubepi.errors import UserError
@@ -257,26 +256,6 @@ async def test_refresh_needs_a_loaded_open_list() -> None:
 
 
 # -- connections follow the server -----------------------------------------------------------------------
-
-
-class Recorder:
-    """An `on_tools_changed` callback (async, or sync with ``sync=True``) whose calls a test can await."""
-
-    def __init__(self, *, fail: bool = False) -> None:
-        self.send, self.receive = anyio.create_memory_object_stream[ToolChanges](math.inf)
-        self.fail = fail
-
-    def sync(self, changes: ToolChanges) -> None:
-        self.send.send_nowait(changes)
-        if self.fail:
-            raise RuntimeError("the callback broke")
-
-    async def __call__(self, changes: ToolChanges) -> None:
-        self.sync(changes)
-
-    async def next(self) -> ToolChanges:
-        with anyio.fail_after(20):
-            return await self.receive.receive()
 
 
 @contextlib.contextmanager
