@@ -1,8 +1,11 @@
-"""What the code running a tool lends it for one call: a callback answering input a server asks for.
+"""What the code running a tool tells it of one call: a callback answering input a server asks for, and
+whether the event loop ends with the call.
 
 The `Agent` runs tools it did not load; its ``elicitation_callback`` reaches the MCP tools it calls through
 this context variable, for the calls made inside `lending_elicitation`. A tool list's own
-``elicitation_callback`` (given to its loader) wins over a lent one.
+``elicitation_callback`` (given to its loader) wins over a lent one. ``execute_sync`` runs a loop for one
+call (`in_a_loop_of_one_call`): what would outlive the call there (a stdio server's shutdown) is waited
+for instead.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ import contextvars
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["lending_elicitation", "lent_elicitation"]
+__all__ = ["in_a_loop_of_one_call", "lending_elicitation", "lent_elicitation", "loop_of_one_call"]
 
 _ELICITATION: contextvars.ContextVar[Any] = contextvars.ContextVar("cubepi_elicitation", default=None)
+_ONE_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("cubepi_one_call", default=False)
 
 
 @contextlib.contextmanager
@@ -30,3 +34,18 @@ def lending_elicitation(callback: Any) -> Iterator[None]:
 def lent_elicitation() -> Any:
     """The elicitation callback lent to the current call, or None."""
     return _ELICITATION.get()
+
+
+@contextlib.contextmanager
+def loop_of_one_call() -> Iterator[None]:
+    """Within this block, the running event loop ends once the call made in it returns."""
+    token = _ONE_CALL.set(True)
+    try:
+        yield
+    finally:
+        _ONE_CALL.reset(token)
+
+
+def in_a_loop_of_one_call() -> bool:
+    """Whether the running event loop ends with the current call (``execute_sync``)."""
+    return _ONE_CALL.get()

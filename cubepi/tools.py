@@ -25,6 +25,7 @@ import pydantic
 import pydantic_core
 from pydantic import BaseModel
 
+from ._calling import loop_of_one_call
 from ._function_tool import FunctionTool
 from .errors import UserError
 
@@ -262,7 +263,7 @@ class AgentTool:
         self, params: BaseModel | Mapping[str, Any], *, on_update: UpdateCallback | None = None
     ) -> AgentToolResult:
         """`execute` for scripts and notebooks: works with no running loop and from inside one."""
-        call = functools.partial(self.execute, params, on_update=on_update)
+        call = functools.partial(_in_a_loop_of_its_own, self.execute, params, on_update)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -354,6 +355,14 @@ class AgentTool:
         from .frameworks.openai_agents import to_openai_agents
 
         return to_openai_agents(self, on_update=on_update)
+
+
+async def _in_a_loop_of_its_own(
+    execute: Callable[..., Awaitable[AgentToolResult]], params: Any, on_update: UpdateCallback | None
+) -> AgentToolResult:
+    """`execute` in a loop that ends with the call: what would outlive it is waited for (`_calling`)."""
+    with loop_of_one_call():
+        return await execute(params, on_update=on_update)
 
 
 def _run_in_new_loop(call: Callable[[], Awaitable[AgentToolResult]]) -> AgentToolResult:

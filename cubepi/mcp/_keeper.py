@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import anyio.abc
 
+from .._calling import in_a_loop_of_one_call
 from . import _errors
 from ._errors import Attempt
 
@@ -36,12 +37,15 @@ if TYPE_CHECKING:
 
     from ._session import Session
 
-__all__ = ["IDLE_GRACE", "Keeper", "Lease"]
+__all__ = ["IDLE_GRACE", "MAX_CLOSING", "Keeper", "Lease"]
 
 T = TypeVar("T")
 logger = logging.getLogger("cubepi.mcp")
 # How long a list's idle connections stay open after its last call, for the next call to reuse.
 IDLE_GRACE = 1.0
+# How many stdio servers a list's calls may leave shutting down in one loop; past that a call waits for
+# its own server's exit (a burst of calls to servers slow to exit keeps this many processes, not more).
+MAX_CLOSING = 8
 
 Opener = Callable[["Lease"], contextlib.AbstractAsyncContextManager["Session"]]
 
@@ -54,10 +58,19 @@ class Lease:
     of time is reported at once (`failure`, `ready`), before the transport has closed.
     """
 
-    def __init__(self, opener: Opener, *, tool_name: str | None = None, grace: float | None = None) -> None:
+    def __init__(
+        self,
+        opener: Opener,
+        *,
+        tool_name: str | None = None,
+        grace: float | None = None,
+        detachable: bool = False,
+    ) -> None:
         self.opener = opener
         self.attempt = Attempt(tool_name=tool_name, on_timeout=self._timed_out)
         self.grace = grace
+        self.detachable = detachable  # its close may go on without the borrower (a stdio server's exit)
+        self.detached = False  # the borrower returned before the close
         self.session: Session | None = None
         self.failure: BaseException | None = None  # why it did not open, or what broke it while closing
         self.ready = anyio.Event()  # open, or failed to
@@ -89,6 +102,8 @@ class Lease:
                 interrupted = self.opening.cancel_called or self.failure is not None
                 if not (_errors.is_cancellation(exc) and interrupted):
                     self.failure = exc
+                    if self.detached and not _errors.is_cancellation(exc):  # nobody waits for this close
+                        logger.warning("closing a session after its call returned failed: %r", exc)
             finally:
                 self.session = None
                 self.ready.set()
@@ -119,6 +134,8 @@ class Lease:
         self.released.set()
         if wait:
             await self.settle()
+        else:
+            self.detached = not self.closed.is_set()
         return result
 
     async def settle(self, margin: float = math.inf) -> bool:
@@ -137,8 +154,9 @@ class Keeper:
         self.finished = False
         self.leases: set[Lease] = set()  # every lease a child owns, until closed
         self.spare: Lease | None = None
-        self.primed = False  # the loop that loaded the list: spares start at once
-        self.calls = 0  # calls made in this loop (elsewhere a spare starts once a loop has called twice)
+        self.home = False  # the loop that loaded the list
+        self.one_call = in_a_loop_of_one_call()  # a loop that ends with the call that started it
+        self.calls = 0  # calls made in this loop
         self._stop = anyio.Event()
         self._done = anyio.Event()
         self._client: httpx2.AsyncClient | None = None
@@ -193,6 +211,26 @@ class Keeper:
         self.stop()
         with anyio.CancelScope(shield=True):
             await self._done.wait()
+
+    @property
+    def lasting(self) -> bool:
+        """Whether this loop outlives the calls made in it: the loop that loaded the list, or one that
+        has made a call before this one, and not a loop run for one call (``execute_sync``). Only there
+        does a call leave work behind (a spare to start, a server's shutdown to finish), which a loop that
+        ends would cut short."""
+        return not self.one_call and (self.home or self.calls >= 2)
+
+    def detaches(self, lease: Lease) -> bool:
+        """Whether a call may return before `lease` has closed: the keeper then owns the rest of its close
+        (see `MAX_CLOSING`)."""
+        if not lease.detachable or not self.lasting:
+            return False
+        return sum(other.detached for other in self.leases) < MAX_CLOSING
+
+    async def settled(self) -> None:
+        """Wait until no session is still closing after its call returned (for tests and benchmarks)."""
+        while closing := [lease for lease in self.leases if lease.detached]:
+            await closing[0].closed.wait()
 
     def own(self, lease: Lease) -> Lease:
         """Start `lease`'s owner as a child."""

@@ -212,9 +212,10 @@ async def load_mcp_tools(
         runner, policies, resources, prompts, pin(lock, on_drift, server) if lock is not None else None
     )
     try:
+        keeper = await runner.shared.home()
         listing = await lister.list(strict=True)
-        if prespawn:  # the first spare starts once the tools are listed: loading takes the server's time only
-            await runner.shared.prime(runner.spare_opening)
+        if prespawn and keeper is not None:  # the first spare starts once the tools are listed
+            runner.shared.spare_after(keeper, runner.spare_opening)
     except BaseException:
         await runner.shared.aclose()
         raise

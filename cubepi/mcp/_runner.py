@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -154,7 +155,7 @@ class Stateless(Runner):
             launch=shared.launch(server) if server.kind == "stdio" else None,
             keeper=keeper,
             tasks=tasks,
-            learn=self.learn if learn else None,
+            learn=_learner(self) if learn else None,
             call=call,
         )
         if lent is None and call is None:  # an opening for one user's call is never reused
@@ -195,6 +196,8 @@ class Stateless(Runner):
         shared = self.shared
         shared.check_open()
         keeper = await shared.keeper()
+        if keeper is not None and not again:
+            keeper.calls += 1
         spare = await self._spare(keeper) if self.prespawn else None
         lease = spare or self.opening(keeper).leased(tool_name)
         lease.attempt.tool_name = tool_name
@@ -202,7 +205,8 @@ class Stateless(Runner):
             if keeper is not None:
                 if spare is None:
                     keeper.own(lease)
-                return await lease.borrow(work, *args, wait=spare is None)
+                wait = spare is None and not (self.owned and keeper.detaches(lease))
+                return await lease.borrow(work, *args, wait=wait)
             async with anyio.create_task_group() as group:
                 group.start_soon(lease.own)
                 return await lease.borrow(work, *args)
@@ -270,3 +274,16 @@ class Stateless(Runner):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.adopt(self.learned)
+
+
+def _learner(runner: Stateless) -> Callable[[Session], None]:
+    """`runner.learn`, held weakly: a session still closing after its call returned (its server
+    exiting) keeps no list alive, so that dropping the list ends it."""
+    ref = weakref.ref(runner)
+
+    def learn(session: Session) -> None:
+        found = ref()
+        if found is not None:
+            found.learn(session)
+
+    return learn

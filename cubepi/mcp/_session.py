@@ -107,8 +107,9 @@ class Opening:
 
     def leased(self, tool_name: str | None = None) -> Lease:
         """A lease (`_keeper`) whose owner opens a session this way."""
-        grace = None if self.server.kind == "stdio" else HTTP_CLOSE_GRACE
-        return Lease(self.leasing, tool_name=tool_name, grace=grace)
+        if self.server.kind == "stdio":  # the server's shutdown need not keep the caller waiting
+            return Lease(self.leasing, tool_name=tool_name, detachable=True)
+        return Lease(self.leasing, tool_name=tool_name, grace=HTTP_CLOSE_GRACE)
 
     def leasing(self, lease: Lease) -> contextlib.AbstractAsyncContextManager[Session]:
         return self.session(lease.attempt, lease.opening)

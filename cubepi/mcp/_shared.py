@@ -127,26 +127,32 @@ class Shared:
         """The waiting spare of this loop, for one call (it may still be starting)."""
         if keeper is None:
             return None
-        keeper.calls += 1
         spare, keeper.spare = keeper.spare, None
         return spare
 
-    async def prime(self, opening: Callable[[Keeper], Any]) -> None:
-        """The list is loaded: the loading loop starts its first spare now."""
+    async def home(self) -> Keeper | None:
+        """The list is loading in this loop: its keeper here outlives the list's calls (`Keeper.lasting`)."""
         keeper = await self.keeper()
         if keeper is not None:
-            keeper.primed = True
-            self.spare_after(keeper, opening)
+            keeper.home = True
+        return keeper
 
     def spare_after(self, keeper: Keeper, opening: Callable[[Keeper], Any]) -> None:
-        """Start the next spare, once a call is done: in the loop that loaded the list, or in one that has
-        called twice (``execute_sync`` runs a loop per call, whose spare would only be killed with it)."""
+        """Start the next spare, in a loop that outlives its calls (`Keeper.lasting`: a loop that ends
+        would only kill it)."""
         started = keeper.spare is None and keeper.group is not None and not self.closed
-        if started and (keeper.primed or keeper.calls >= 2):
+        if started and keeper.lasting:
             keeper.spare = keeper.own(Lease(_Warmed(opening(keeper))))
             self.spawned += 1
 
     spawned = 0  # spares started (for tests)
+
+    async def settled(self) -> None:
+        """Wait until this loop's servers whose calls returned have shut down (for tests and benchmarks;
+        `aclose()` waits for them too)."""
+        keeper = self._keepers.get(asyncio.get_running_loop())
+        if keeper is not None:
+            await keeper.settled()
 
     async def wait_spare(self) -> bool:
         """Wait until this loop's spare has started; True if one is ready (for tests and benchmarks)."""

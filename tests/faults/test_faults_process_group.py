@@ -71,6 +71,7 @@ async def test_a_listing_and_a_call_that_succeed(tmp_path: Path) -> None:
     tools = await load_mcp_tools(stdio_server("ok", "--grandchild", str(pids)), timeout=10)
     echo = next(item for item in tools if item.name == "echo")
     assert (await echo.execute({"message": "hi"})).text == "hi"
+    await tools.aclose()  # the servers' shutdowns went on beside the caller; aclose() waits for them
     assert_grandchildren_gone(pids, 2)  # the listing's server and the call's
     await leaks.check()
 

@@ -502,7 +502,9 @@ async def test_prespawn_keeps_one_spare_and_every_call_gets_a_fresh_one(
 ) -> None:
     tools = await load_mcp_tools(counter_server(counter_script), prespawn=True)
     whoami = tools[0]
-    await wait_until(lambda: len(leaks.new_children()) == 1)  # one spare, started after the listing
+    assert tools._shared is not None and await tools._shared.wait_spare()
+    # one spare, started after the listing; the listing's server ends beside the caller
+    await wait_until(lambda: len(leaks.new_children()) == 1)
     spare = next(iter(leaks.new_children()))
 
     seen = set()

@@ -45,7 +45,6 @@ def spec(name: str, /, **properties: object) -> dict[str, object]:
 async def test_load_then_call(leaks: LeakChecker) -> None:
     tools = await load_mcp_tools_stdio(PYTHON, [str(KITCHEN)], timeout=30)
     assert {t.name for t in tools} == KITCHEN_TOOLS
-    assert not leaks.new_children(), "the listing session must be closed"
     echo = next(t for t in tools if t.name == "echo")
     assert echo.description == "Echo the message back."
     assert echo.input_schema is not None and echo.input_schema["required"] == ["message"]
@@ -54,6 +53,8 @@ async def test_load_then_call(leaks: LeakChecker) -> None:
     result = await echo.execute({"message": "héllo"})
     assert result.text == "héllo" and not result.is_error
     assert result.details["structuredContent"] == {"result": "héllo"}
+    await tools.aclose()
+    assert not leaks.new_children(), "aclose() waits for the servers of the listing and of the call"
 
 
 async def test_invalid_arguments_never_reach_the_server(leaks: LeakChecker) -> None:
