@@ -199,6 +199,16 @@ def _alive(process: object) -> bool:
         return False
 
 
+async def wait_until(predicate: Callable[[], object], limit: float = 20.0) -> None:
+    """Wait (polling, bounded) until `predicate()` is true: an event outside the loop, such as a process
+    ending or a file appearing."""
+    deadline = time.monotonic() + limit
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await anyio.sleep(0.05)
+
+
 @pytest.fixture
 async def leaks() -> AsyncIterator[LeakChecker]:
     """A baseline of children and connections taken now; checked again when the test ends."""

@@ -171,7 +171,9 @@ class Opening:
         if self.server.kind == "stdio":
             params, secrets = self.launch
             attempt.add_secrets(secrets)
-            process = attempt.process = StdioProcess(self.server.max_response_bytes, self.server.on_stderr)
+            process = attempt.process = StdioProcess(
+                self.server.max_response_bytes, self.server.on_stderr, name=self.server.describe()
+            )
             return self._started(attempt, open_stdio(params, process), "stdio", opening)
         return self._over_client(self.server, attempt, opening)
 

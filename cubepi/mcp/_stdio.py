@@ -155,9 +155,12 @@ class StdioProcess:
         on_line: Callable[[str], Any] | None = None,
         *,
         stderr_limit: int = STDERR_LIMIT,
+        name: str = "the MCP server",
     ) -> None:
         self.max_line = max_line
         self.stderr_limit = stderr_limit
+        self.name = name
+        self.killed = False  # by `kill_group`: the loop ended
         self.process: Process | None = None
         self.heard = False
         self.on_output: Callable[[], None] | None = None
@@ -181,6 +184,7 @@ class StdioProcess:
         """SIGKILL the server's process group at once (the loop ends: no graceful shutdown can finish)."""
         if self.process is None or sys.platform == "win32":
             return
+        self.killed = True
         with contextlib.suppress(OSError):
             os.killpg(self.process.pid, signal.SIGKILL)
 
@@ -312,15 +316,38 @@ async def open_stdio(params: StdioServerParameters, process: StdioProcess) -> As
     from mcp.client.stdio import stdio_client
 
     process.start_reading()
+    running = False
     try:
         with tracking(process):
             async with stdio_client(params, errlog=process.errlog) as streams:
-                yield streams
+                try:
+                    yield streams
+                finally:
+                    running = process.returncode is None
+        _report_forced_exit(process, running)
     finally:
         try:
             await _end_group(process)
         finally:
             await process.drain(STDERR_SETTLE)
+
+
+def _report_forced_exit(process: StdioProcess, running: bool) -> None:
+    """Log a server that was still `running` when its stdin closed and did not exit within the SDK's
+    grace period (a signal ended it). Nobody may be waiting for this shutdown (`_keeper`): the log is
+    where it is told."""
+    from mcp.client.stdio import PROCESS_TERMINATION_TIMEOUT
+
+    code = process.returncode
+    if sys.platform == "win32" or code is None:
+        return
+    if running and not process.killed and code in (-signal.SIGTERM, -signal.SIGKILL):
+        logger.warning(
+            "%s did not exit within %g s of its stdin closing; it was ended with %s",
+            process.name,
+            PROCESS_TERMINATION_TIMEOUT,
+            signal.Signals(-code).name,
+        )
 
 
 async def _end_group(info: StdioProcess) -> None:

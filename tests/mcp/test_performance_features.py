@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import psutil
 import pytest
-from conftest import KITCHEN, PYTHON, LeakChecker, RunningServer
+from conftest import KITCHEN, PYTHON, LeakChecker, RunningServer, wait_until
 
 from cubepi import AgentTool, UserError, tool
 from cubepi.mcp import (
@@ -85,14 +85,6 @@ def counter_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def counter_server(script: Path, **env: str) -> StdioServer:
     return StdioServer(PYTHON, [str(script)], env=env or None)
-
-
-async def wait_until(predicate: Any, limit: float = 20.0) -> None:
-    deadline = time.monotonic() + limit
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await anyio.sleep(0.05)
 
 
 # -- what went over the wire ---------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
-from conftest import PYTHON, LeakChecker
+from conftest import PYTHON, LeakChecker, wait_until
 
 from cubepi import UserError
 from cubepi.mcp import MCPTimeoutError, StdioServer, load_mcp_tools
@@ -123,14 +123,6 @@ def requests_of(log: Path, pid: int) -> list[list[Any]]:
     """What process `pid` logged, in order: [method, tool name] pairs ("start" first)."""
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     return [entry[1:] for entry in entries if entry[0] == pid]
-
-
-async def wait_until(predicate: Any, limit: float = 20.0) -> None:
-    deadline = anyio.current_time() + limit
-    while not predicate():
-        if anyio.current_time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await anyio.sleep(0.05)
 
 
 def started(log: Path) -> list[int]:
