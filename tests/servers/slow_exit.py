@@ -1,9 +1,10 @@
 """An MCP server that takes a while to exit once its stdin closes, and writes markers as it does.
 
-Run: ``python slow_exit.py`` (stdio, both protocol eras). Tools: ``pid`` (the server's process id) and
-``add(a, b)``, and ``flaky`` (with ``SLOW_EXIT_FLAKY=<file>``: the first process called creates the file and
-dies mid-call; later ones return their pid). With ``SLOW_EXIT_MARKERS=<dir>`` it writes ``<dir>/<pid>.stdin-closed`` once its stdin has
-closed, then waits, then writes ``<dir>/<pid>.exited`` and exits. What it waits for:
+Run: ``python slow_exit.py`` (stdio, both protocol eras). Tools: ``pid`` (the server's process id),
+``add(a, b)``, and ``flaky`` (with ``SLOW_EXIT_FLAKY=<file>``: the first process called creates the file
+and dies mid-call; later ones return their pid). With ``SLOW_EXIT_MARKERS=<dir>`` it writes
+``<dir>/<pid>.stdin-closed`` once its stdin has closed, then waits, then writes ``<dir>/<pid>.exited`` and
+exits. What it waits for:
 
 - ``SLOW_EXIT_GO=<dir>``: until the file ``<dir>/<pid>`` exists (a test decides when the server may end:
   an event, not a guessed delay);
