@@ -76,7 +76,7 @@ async def raw_persistent(stack: contextlib.AsyncExitStack, client: Client, tool:
     return Case(call)
 
 
-def raw_prespawned(open_client: Callable[[], Client]) -> Case:
+def raw_prespawned(open_client: Callable[[], Client], tool: Tool = ECHO) -> Case:
     """A fresh raw SDK `Client` opened before the clock starts, which has listed the tools and asked for a
     tool that does not exist, as a cubepi spare does while it waits: the floor of a prespawned call (a
     new process's first ``tools/call`` on warmed code)."""
@@ -91,7 +91,7 @@ def raw_prespawned(open_client: Callable[[], Client]) -> Case:
             await client.session.send_request(types.CallToolRequest(params=missing), types.CallToolResult)
 
     async def call() -> Any:
-        return await send_call(holder["client"])
+        return await send_call(holder["client"], tool)
 
     return Case(call, before, stack.aclose)
 
