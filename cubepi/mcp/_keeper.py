@@ -13,6 +13,10 @@ owner goes on closing. The owner is a child of one of two task groups:
   waits for every child), with the list's garbage collection (a finalizer stops it from any thread), or
   with the loop's end: ``asyncio.run`` cancels it like every task, its task group cancels the children,
   and each child's close is shielded and bounded (a stdio server's process group ends with it).
+
+A stdio call borrows its session and returns once its answer is in, leaving the server's shutdown to the
+keeper (`Keeper.detaches`), in a loop that outlives its calls and while fewer than `MAX_CLOSING` are
+closing; elsewhere the call waits for the close.
 """
 
 from __future__ import annotations

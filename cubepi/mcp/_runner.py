@@ -191,7 +191,8 @@ class Stateless(Runner):
 
     async def _leased(self, work: Work, *args: Any, tool_name: str | None = None, again: bool = False) -> Any:
         """A request on a leased session (see `_keeper`): a limit that runs out raises at once while the
-        list's keeper goes on closing the session; anything else returns once the session has closed.
+        list's keeper goes on closing the session; so does a stdio call once its answer is in, where the
+        keeper lets it (`Keeper.detaches`); anything else returns once the session has closed.
         `again`: the request was refused once already, so a second refusal is raised, not retried."""
         shared = self.shared
         shared.check_open()
