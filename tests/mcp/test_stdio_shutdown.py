@@ -104,6 +104,13 @@ async def test_a_load_and_a_call_return_before_their_servers_exit_and_aclose_wai
     assert not leaks.new_children()
 
 
+async def test_settled_returns_once_every_server_whose_call_returned_has_exited(exits: Exits) -> None:
+    async with await load_mcp_tools(exits.quick(), include=["pid"]) as tools:
+        called = int((await tools[0].execute({})).text)
+        await tools._shared.settled()
+        assert exits.exited(called), "settled() waited for the shutdown the call left to the list"
+
+
 @pytest.mark.usefixtures("long_grace")
 async def test_a_call_whose_server_is_exiting_leaves_the_next_call_its_own_server(
     exits: Exits, leaks: LeakChecker
