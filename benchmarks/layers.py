@@ -37,7 +37,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from cubepi import AgentTool
 from cubepi.mcp import StdioServer, load_mcp_tools, load_mcp_tools_http
-from cubepi.mcp._session import call_tool
+from cubepi.mcp._calls.session import call_tool
 
 ARGS = {"a": 1, "b": 2}
 Call = Callable[[], Awaitable[Any]]

@@ -32,9 +32,9 @@ import pydantic
 
 from .errors import CubepiError, MCPError, SchemaError, ServerSkippedWarning, UserError
 from .mcp import HttpServer, MCPToolList, StdioServer, load_mcp_tools, load_mcp_tools_from_config
-from .mcp._config import OnError
 from .mcp._config_file import read_mcp_config
-from .mcp._lock import (
+from .mcp._config_loader import OnError
+from .mcp._lockfile import (
     LockedServer,
     compare,
     describe_drift,

@@ -1,7 +1,7 @@
 """MCP servers as typed tools: loaders over stdio, Streamable HTTP and SSE, and the pieces they use.
 
 ```python
-from cubepi.mcp import load_mcp_tools_stdio
+from . import load_mcp_tools_stdio
 
 tools = await load_mcp_tools_stdio("npx", ["-y", "@modelcontextprotocol/server-filesystem", "./sandbox"])
 result = await tools[0].execute({"path": "./sandbox"})
@@ -28,18 +28,18 @@ raises `UserError` naming ``pip install "cubepi[mcp]"``.
 from __future__ import annotations
 
 from ..errors import MCPError, MCPTimeoutError, ServerSkippedWarning
-from ._config import load_mcp_tools_from_config
+from ._config_loader import load_mcp_tools_from_config
 from ._connection import MCPConnection, ToolsChangedCallback
 from ._content import render_mcp_content
 from ._context import CallContext, call_context, current_call_context
-from ._loader import load_mcp_tools, load_mcp_tools_http, load_mcp_tools_stdio
-from ._lock import DriftWarning
-from ._offers import PromptMessage, instructions_prompt
-from ._output import output_model
-from ._pinned import load_mcp_tools_from_lock
+from ._lists.loaders import load_mcp_tools, load_mcp_tools_http, load_mcp_tools_stdio
+from ._lists.offers import PromptMessage, instructions_prompt
+from ._lists.output_schema import output_model
+from ._lists.tool import make_mcp_agent_tool
+from ._lists.toollist import MCPToolList, ToolChanges
+from ._lock_loader import load_mcp_tools_from_lock
+from ._lockfile import DriftWarning
 from ._servers import ENV_PASSTHROUGH, HttpServer, StdioServer
-from ._tool import make_mcp_agent_tool
-from ._toollist import MCPToolList, ToolChanges
 
 __all__ = [
     "ENV_PASSTHROUGH",

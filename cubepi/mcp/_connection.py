@@ -31,17 +31,17 @@ import anyio.lowlevel
 
 from ..errors import MCPError, MCPTimeoutError, UserError
 from . import _errors
+from ._calls.elicitation import with_defaults
+from ._calls.limits import DEFAULT_TIMEOUT, SAME_AS_TIMEOUT, Timeouts
+from ._calls.ownership import Lease
+from ._calls.protocol import Learned
+from ._calls.runner import Runner
+from ._calls.session import Opening, Session
 from ._errors import Attempt
-from ._follow import Follower, ToolsChangedCallback
-from ._input import with_defaults
-from ._keeper import Lease
-from ._limits import DEFAULT_TIMEOUT, SAME_AS_TIMEOUT, Timeouts
-from ._offers import PromptMessage, ServerOffers
-from ._protocol import Learned
-from ._runner import Runner
+from ._lists.following import Follower, ToolsChangedCallback
+from ._lists.offers import PromptMessage, ServerOffers
+from ._lists.toollist import MCPToolList
 from ._sdk import ensure_sdk
-from ._session import Opening, Session
-from ._toollist import MCPToolList
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from mcp.types import LoggingLevel
 
     from ..tools import Content
-    from ._lister import Lister
+    from ._lists.building import Lister
     from ._servers import Server
 
 __all__ = ["DetachedConnection", "MCPConnection", "ToolsChangedCallback"]
@@ -182,7 +182,7 @@ class MCPConnection:
         Nothing opens once the block has ended (a reopen can outlast it)."""
         if self._group is None:
             return
-        from ._stdio import launch_parameters
+        from ._transports.stdio import launch_parameters
 
         launch = launch_parameters(self.server) if self.server.kind == "stdio" else None
         lease = Opening(

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..errors import CubepiError, MCPError, MCPTimeoutError
-from ._limits import Phase, ResponseTooLarge, sse_limit_hit
+from ._calls.limits import Phase, ResponseTooLarge, sse_limit_hit
 from ._redact import redact
 
 if TYPE_CHECKING:
-    from ._stdio import StdioProcess
+    from ._transports.stdio import StdioProcess
 
 __all__ = ["SDK_WORDING", "Attempt", "is_cancellation", "leaves", "reraise", "root_cause", "translate"]
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
+from ._calls.limits import DEFAULT_MAX_RESPONSE_BYTES, SAME_AS_TIMEOUT, check_response_bytes
+from ._calls.protocol import ProtocolSetting, check_protocol
 from ._connection import MCPConnection, ToolsChangedCallback
-from ._limits import DEFAULT_MAX_RESPONSE_BYTES, SAME_AS_TIMEOUT, check_response_bytes
-from ._protocol import ProtocolSetting, check_protocol
-from ._stdio import ENV_PASSTHROUGH
+from ._transports.stdio import ENV_PASSTHROUGH
 
 if TYPE_CHECKING:
     import httpx2
@@ -218,7 +218,7 @@ class StdioServer(_Connectable):
 
     def environment(self) -> dict[str, str]:
         """The environment the server process gets (see the class docstring)."""
-        from ._stdio import environment
+        from ._transports.stdio import environment
 
         return environment(self)
 

@@ -20,7 +20,7 @@ from conftest import PYTHON, SERVERS, Bearer, RunningServer, StartServer, plain_
 
 from cubepi import MCPError
 from cubepi.mcp import HttpServer, call_context, load_mcp_tools
-from cubepi.mcp._http import http_client
+from cubepi.mcp._transports.http import http_client
 
 SECRET = "tok-5f1e9a7c2b84d6e03a91"
 

@@ -18,12 +18,14 @@ import anyio.abc
 import pytest
 from conftest import PYTHON, SERVERS, LeakChecker, RunningServer
 
-from cubepi.mcp import HttpServer, MCPTimeoutError, StdioServer, _errors, _http, _keeper, load_mcp_tools
-from cubepi.mcp._keeper import Keeper, Lease
-from cubepi.mcp._limits import Timeouts
-from cubepi.mcp._protocol import Learned
-from cubepi.mcp._session import Interrupted, Opening, Session
-from cubepi.mcp._stdio import launch_parameters
+from cubepi.mcp import HttpServer, MCPTimeoutError, StdioServer, _errors, load_mcp_tools
+from cubepi.mcp._calls import ownership as _keeper
+from cubepi.mcp._calls.limits import Timeouts
+from cubepi.mcp._calls.ownership import Keeper, Lease
+from cubepi.mcp._calls.protocol import Learned
+from cubepi.mcp._calls.session import Interrupted, Opening, Session
+from cubepi.mcp._transports import http as _http
+from cubepi.mcp._transports.stdio import launch_parameters
 
 ANNOTATED = SERVERS / "annotated.py"
 CRASHER = SERVERS / "crasher.py"

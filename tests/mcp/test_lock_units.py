@@ -12,7 +12,8 @@ from mcp import types
 
 from cubepi.errors import UserError
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools_from_lock
-from cubepi.mcp._lock import (
+from cubepi.mcp._calls.protocol import Learned, Protocol
+from cubepi.mcp._lockfile import (
     FORMAT,
     LockedServer,
     compare,
@@ -25,7 +26,6 @@ from cubepi.mcp._lock import (
     read_lock,
     server_entry,
 )
-from cubepi.mcp._protocol import Learned, Protocol
 
 TOOL = {"name": "add", "description": "Add.", "inputSchema": {"type": "object"}}
 

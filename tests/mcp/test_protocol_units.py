@@ -17,7 +17,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 from cubepi import MCPError, UserError
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
-from cubepi.mcp._protocol import TASKS_EXTENSION, Learned, Protocol, needs_definition
+from cubepi.mcp._calls.protocol import TASKS_EXTENSION, Learned, Protocol, needs_definition
 
 MODERN = MODERN_PROTOCOL_VERSIONS[-1]
 HANDSHAKE = HANDSHAKE_PROTOCOL_VERSIONS[-1]

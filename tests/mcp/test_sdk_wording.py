@@ -32,9 +32,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as SdkError
 from mcp_types.version import LATEST_MODERN_VERSION
 
+from cubepi.mcp._calls.limits import sse_limit_hit
 from cubepi.mcp._errors import SDK_PREFIXES, SDK_WORDING, is_connection_closed, is_transport_error
-from cubepi.mcp._limits import sse_limit_hit
-from cubepi.mcp._stdio import StdioProcess, tracking
+from cubepi.mcp._transports.stdio import StdioProcess, tracking
 
 LIMIT = 5.0  # no step here takes more than a fraction of a second
 EXITS_AT_ONCE = StdioServerParameters(command=sys.executable, args=["-c", "pass"])
@@ -373,7 +373,7 @@ async def test_private_send_raw_sends_a_task_call_and_returns_the_task_unchecked
     ``send_request`` refuses as a 2025-11-25 ``CallToolResult``."""
     from pydantic import ValidationError
 
-    from cubepi.mcp._coretasks import call_as_task
+    from cubepi.mcp._calls.core_tasks import call_as_task
 
     task = {"taskId": "t1", "status": "working", "createdAt": "now", "lastUpdatedAt": "now", "ttl": None}
 

@@ -23,7 +23,7 @@ from conftest import PYTHON, LeakChecker, wait_until
 
 from cubepi import UserError
 from cubepi.mcp import MCPTimeoutError, StdioServer, load_mcp_tools
-from cubepi.mcp._shared import WARM_UP_TOOL, Shared
+from cubepi.mcp._calls.shared_state import WARM_UP_TOOL, Shared
 
 # A server that logs, per process, its start and every request (method, and a call's tool name). It lists a
 # tool named like the warm-up probe's first choice; `ON_PROBE` makes it refuse the probe with a protocol

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
-from ..errors import UserError
-from . import _errors
-from ._keeper import Keeper, Lease
+from ...errors import UserError
+from .. import _errors
+from .ownership import Keeper, Lease
 
 if TYPE_CHECKING:
-    from ._servers import StdioServer
-    from ._session import Session
-    from ._tasks import TaskWatch
+    from .._servers import StdioServer
+    from .session import Session
+    from .tasks import TaskWatch
 
 __all__ = ["WARM_UP_TOOL", "Shared", "warm_up"]
 
@@ -100,7 +100,7 @@ class Shared:
     def launch(self, server: StdioServer) -> Any:
         """What spawning the list's stdio server takes, found once in this process."""
         if self._launch is None:
-            from ._stdio import launch_parameters
+            from .._transports.stdio import launch_parameters
 
             self._launch = launch_parameters(server)
         return self._launch
@@ -108,7 +108,7 @@ class Shared:
     def task_watch(self, timeouts: Any, elicits: bool) -> TaskWatch:
         """The list's calls waiting on tasks (one watch per list and process: `aclose()` stops them)."""
         if self._watch is None:
-            from ._tasks import TaskWatch
+            from .tasks import TaskWatch
 
             self._watch = TaskWatch(timeouts, elicits, self.describe)
         return self._watch

@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 import anyio
 from pydantic import BaseModel
 
-from .._calling import lent_elicitation
-from ..errors import MCPError
-from ..tools import ToolUpdate, UpdateCallback
-from . import _errors
-from ._input import missing_input_hint
-from ._limits import Timeouts
+from ..._calling import lent_elicitation
+from ...errors import MCPError
+from ...tools import ToolUpdate, UpdateCallback
+from .. import _errors
+from .elicitation import missing_input_hint
+from .limits import Timeouts
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
-    from ._session import Session
+    from .session import Session
 
 __all__ = ["CANCEL_LIMIT", "POLL_CAP", "POLL_DEFAULT", "POLL_FLOOR", "Driver", "TaskWatch", "poll_delay"]
 

@@ -19,10 +19,10 @@ import anyio
 from ..errors import CubepiError, MCPError, MCPTimeoutError, ServerSkippedWarning, UserError
 from ..tools import AgentTool, ensure_unique_names
 from ._config_file import ConfigSource, ConfiguredServer, read_mcp_config
-from ._loader import load_mcp_tools
+from ._lists.loaders import load_mcp_tools
+from ._lists.toollist import MCPToolList, ToolChanges, ToolListEdit, merge_changes
 from ._redact import redact, secret_values
 from ._servers import HttpServer, StdioServer
-from ._toollist import MCPToolList, ToolChanges, ToolListEdit, merge_changes
 
 __all__ = ["OnError", "load_mcp_tools_from_config"]
 

@@ -32,14 +32,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import anyio.abc
 
-from .._calling import in_a_loop_of_one_call
-from . import _errors
-from ._errors import Attempt
+from ..._calling import in_a_loop_of_one_call
+from .. import _errors
+from .._errors import Attempt
 
 if TYPE_CHECKING:
     import httpx2
 
-    from ._session import Session
+    from .session import Session
 
 __all__ = ["IDLE_GRACE", "MAX_CLOSING", "Keeper", "Lease"]
 

@@ -6,13 +6,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import UserError
-from ._config import _ConfigToolList
-from ._limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
-from ._lister import Lister
-from ._lock import LockSource, learned_of, locked_server_config, read_lock
-from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
-from ._runner import Stateless
-from ._toollist import MCPToolList
+from ._calls.limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
+from ._calls.runner import Stateless
+from ._config_loader import _ConfigToolList
+from ._lists.building import Lister
+from ._lists.policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
+from ._lists.toollist import MCPToolList
+from ._lockfile import LockSource, learned_of, locked_server_config, read_lock
 
 __all__ = ["load_mcp_tools_from_lock"]
 

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 
-from ..errors import MCPTimeoutError, UserError
-from ..tools import ToolUpdate, UpdateCallback
+from ...errors import MCPTimeoutError, UserError
+from ...tools import ToolUpdate, UpdateCallback
 
 if TYPE_CHECKING:
     import anyio.abc
     from mcp.shared.dispatcher import ProgressFnT
 
-    from ._session import Session
+    from .session import Session
 
 T = TypeVar("T")
 REQUEST_TIMEOUT = -32001

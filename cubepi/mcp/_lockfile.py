@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
-from ._limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
-from ._listing import list_tools
-from ._protocol import Learned, Protocol
-from ._runner import Stateless
+from ._calls.limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
+from ._calls.listings import list_tools
+from ._calls.protocol import Learned, Protocol
+from ._calls.runner import Stateless
+from ._lists.tool import tool_spec
+from ._lists.toollist import ToolChanges
 from ._servers import HttpServer, Server, StdioServer
-from ._tool import tool_spec
-from ._toollist import ToolChanges
 
 if TYPE_CHECKING:
     from ..tools import AgentTool
@@ -263,7 +263,7 @@ def learned_of(entry: LockedServer) -> Learned:
         return Learned()
     from mcp import types
 
-    from ._protocol import needs_definition
+    from ._calls.protocol import needs_definition
 
     discover = found.get("discover")
     protocol = Protocol(

@@ -19,26 +19,27 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from ..tools import UpdateCallback
-from . import _errors, _http
-from ._coretasks import runs_as_core_task, task_hint, with_task_hint
-from ._errors import Attempt
-from ._http import HTTP_CLOSE_GRACE, HttpKind, open_http, recording, resolve_headers
-from ._input import missing_input_hint
-from ._keeper import Lease
-from ._limits import Deadline, Timeouts, progress_relay, timeout_error
-from ._protocol import Learned, Protocol, Transport, start
-from ._stdio import StdioProcess, open_stdio
+from ...tools import UpdateCallback
+from .. import _errors
+from .._errors import Attempt
+from .._transports import http as _http
+from .._transports.http import HTTP_CLOSE_GRACE, HttpKind, open_http, recording, resolve_headers
+from .._transports.stdio import StdioProcess, open_stdio
+from .core_tasks import runs_as_core_task, task_hint, with_task_hint
+from .elicitation import missing_input_hint
+from .limits import Deadline, Timeouts, progress_relay, timeout_error
+from .ownership import Lease
+from .protocol import Learned, Protocol, Transport, start
 
 if TYPE_CHECKING:
     import httpx2
     from mcp import ClientSession
     from mcp import types as mcp_types
 
-    from ._context import CallContext
-    from ._keeper import Keeper
-    from ._servers import HttpServer, Server
-    from ._tasks import TaskWatch
+    from .._context import CallContext
+    from .._servers import HttpServer, Server
+    from .ownership import Keeper
+    from .tasks import TaskWatch
 
 __all__ = ["INPUT_ROUNDS", "Interrupted", "Opening", "Session", "call_tool", "timed_out"]
 
@@ -401,7 +402,7 @@ async def _core_task(
     hard: float,
 ) -> mcp_types.CallToolResult:
     """A tool a handshake-era server runs only as a task (`_coretasks`): the task's result."""
-    from ._coretasks import CoreDriver, call_as_task
+    from .core_tasks import CoreDriver, call_as_task
 
     assert session.tasks is not None
     send = functools.partial(call_as_task, session.client, name, arguments, relay, meta)

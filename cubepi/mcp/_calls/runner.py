@@ -17,23 +17,23 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
-from .._calling import lent_elicitation
-from ..errors import MCPTimeoutError
-from . import _errors
-from ._context import current_call_context
-from ._errors import Attempt
-from ._input import with_defaults
-from ._keeper import Keeper, Lease
-from ._limits import CLOSE_MARGIN, Timeouts
-from ._protocol import TASKS_EXTENSION, Learned
-from ._sdk import ensure_sdk
-from ._session import Opening, Session
-from ._shared import Shared
+from ..._calling import lent_elicitation
+from ...errors import MCPTimeoutError
+from .. import _errors
+from .._context import current_call_context
+from .._errors import Attempt
+from .._sdk import ensure_sdk
+from .elicitation import with_defaults
+from .limits import CLOSE_MARGIN, Timeouts
+from .ownership import Keeper, Lease
+from .protocol import TASKS_EXTENSION, Learned
+from .session import Opening, Session
+from .shared_state import Shared
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
-    from ._servers import Server
+    from .._servers import Server
 
 __all__ = ["Runner", "Stateless", "Work"]
 

@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ._tasks import CANCEL_LIMIT, TERMINAL, Driver, poll_delay
+from .tasks import CANCEL_LIMIT, TERMINAL, Driver, poll_delay
 
 if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp import types as mcp_types
     from mcp.shared.dispatcher import ProgressFnT
 
-    from ._protocol import Protocol
+    from .protocol import Protocol
 
 __all__ = ["CoreDriver", "call_as_task", "runs_as_core_task", "task_hint", "with_task_hint"]
 

@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from ..errors import MCPError
-from ._limits import ResponseTooLarge
-from ._redact import redact, secret_values
+from ...errors import MCPError
+from .._calls.limits import ResponseTooLarge
+from .._redact import redact, secret_values
 
 if TYPE_CHECKING:
     import httpx2
 
-    from ._errors import Attempt
-    from ._servers import HttpServer
+    from .._errors import Attempt
+    from .._servers import HttpServer
 
 __all__ = ["HTTP_CLOSE_GRACE", "HttpKind", "http_client", "open_http", "recording", "resolve_headers"]
 

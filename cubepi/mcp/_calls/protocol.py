@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
 
-from ..errors import UserError
-from . import _errors
+from ...errors import UserError
+from .. import _errors
 
 if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp import types as mcp_types
 
-    from ._errors import Attempt
+    from .._errors import Attempt
 
 __all__ = ["DISCOVER_LIMIT", "TASKS_EXTENSION", "Learned", "Protocol", "ProtocolSetting", "start"]
 
@@ -40,7 +40,7 @@ def check_protocol(value: object) -> None:
     """Raise `UserError` unless `value` is a `ProtocolSetting` the installed SDK speaks."""
     if value in ("auto", "legacy"):
         return
-    from ._sdk import modern_versions
+    from .._sdk import modern_versions
 
     modern = modern_versions()
     if not isinstance(value, str) or (modern is not None and value not in modern):

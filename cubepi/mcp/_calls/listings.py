@@ -9,14 +9,14 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MCPError
-from ._http import recording
-from ._limits import Deadline, timeout_error
+from ...errors import MCPError
+from .._transports.http import recording
+from .limits import Deadline, timeout_error
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
-    from ._session import Session
+    from .session import Session
 
 __all__ = ["list_pages", "list_tools"]
 

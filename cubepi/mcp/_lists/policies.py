@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel
 
-from ..errors import UserError
-from ..tools import AgentToolResult, Content, ImageContent, TextContent
-from ._content import render_mcp_content
-from ._hidden import check_hidden
-from ._paging import READ_MORE, PageStore, check_page_results, read_on, register
+from ...errors import UserError
+from ...tools import AgentToolResult, Content, ImageContent, TextContent
+from .._content import render_mcp_content
+from .hidden_arguments import check_hidden
+from .result_pages import READ_MORE, PageStore, check_page_results, read_on, register
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types

@@ -37,14 +37,14 @@ import anyio
 import anyio.to_thread
 from anyio.abc import Process
 
-from ..errors import MCPError
-from ._redact import secret_values
-from ._stdio_stdout import TrackedProcess
+from ...errors import MCPError
+from .._redact import secret_values
+from .stdio_stdout import TrackedProcess
 
 if TYPE_CHECKING:
     from mcp.client.stdio import StdioServerParameters
 
-    from ._servers import StdioServer
+    from .._servers import StdioServer
 
 __all__ = [
     "ENV_PASSTHROUGH",

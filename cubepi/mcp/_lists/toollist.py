@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UserError
-from ..tools import AgentTool, ensure_unique_names
+from ...errors import UserError
+from ...tools import AgentTool, ensure_unique_names
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
-    from ..tools import Content
-    from ._offers import PromptMessage, ServerOffers
-    from ._shared import Shared
+    from ...tools import Content
+    from .._calls.shared_state import Shared
+    from .offers import PromptMessage, ServerOffers
 
 __all__ = ["Listing", "MCPToolList", "ToolChanges", "ToolListEdit", "app_only", "merge_changes"]
 
