@@ -28,16 +28,16 @@ raises `UserError` naming ``pip install "cubepi[mcp]"``.
 from __future__ import annotations
 
 from ..errors import MCPError, MCPTimeoutError, ServerSkippedWarning
-from ._config_loader import load_mcp_tools_from_config
 from ._connection import MCPConnection, ToolsChangedCallback
 from ._content import render_mcp_content
 from ._context import CallContext, call_context, current_call_context
+from ._lists.from_config import load_mcp_tools_from_config
+from ._lists.from_lock import load_mcp_tools_from_lock
 from ._lists.loaders import load_mcp_tools, load_mcp_tools_http, load_mcp_tools_stdio
 from ._lists.offers import PromptMessage, instructions_prompt
 from ._lists.output_schema import output_model
 from ._lists.tool import make_mcp_agent_tool
 from ._lists.toollist import MCPToolList, ToolChanges
-from ._lock_loader import load_mcp_tools_from_lock
 from ._lockfile import DriftWarning
 from ._servers import ENV_PASSTHROUGH, HttpServer, StdioServer
 

@@ -258,8 +258,8 @@ async def test_private_create_platform_compatible_process_wrapper_sees_the_sdk_s
 
 
 async def test_private_absorb_tool_listing_makes_a_call_send_mcp_param_headers() -> None:
-    """`_session._learn`: a session handed a tool's definition (never listed) mirrors its ``x-mcp-header``
-    arguments into ``Mcp-Param-*`` headers."""
+    """`_sdk.absorb_tool_listing`: a session handed a tool's definition (never listed) mirrors its
+    ``x-mcp-header`` arguments into ``Mcp-Param-*`` headers."""
     tool = types.Tool(
         name="weather",
         input_schema={
@@ -368,7 +368,7 @@ async def test_sse_message_prefix_an_event_that_does_not_parse() -> None:
 
 
 async def test_private_send_raw_sends_a_task_call_and_returns_the_task_unchecked() -> None:
-    """`_coretasks._send_raw`: ``ClientSession._stamp`` and ``_dispatcher.send_raw_request`` send a
+    """`_sdk.send_raw`: ``ClientSession._stamp`` and ``_dispatcher.send_raw_request`` send a
     ``tools/call`` with ``task`` (with the session's headers) and hand back the ``CreateTaskResult`` that
     ``send_request`` refuses as a 2025-11-25 ``CallToolResult``."""
     from pydantic import ValidationError

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import MCPError
 from .._transports.http import recording
-from .limits import Deadline, timeout_error
+from .limits import timeout_error
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
@@ -52,7 +52,7 @@ async def list_pages(
     cursor: str | None = None
     session.attempt.phase = "list"
     limit = timeouts.list
-    deadline = Deadline(session, math.inf if limit is None else limit, math.inf)
+    deadline = session.deadline(math.inf if limit is None else limit, math.inf)
     with deadline.scope, recording(session.attempt, session.headers, session.auth):
         while True:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None

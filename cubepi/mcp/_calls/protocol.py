@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 import anyio
 
 from ...errors import UserError
-from .. import _errors
+from .._errors import UNSUPPORTED_PROTOCOL_VERSION, is_connection_closed
+from .._sdk import negotiate_auto
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -134,7 +135,6 @@ async def negotiate(client: ClientSession, attempt: Attempt) -> None:
     methods), and a refused request (HTTP 401 / 403, a redirect) or a closed connection is no verdict on
     the era: it is raised.
     """
-    from mcp.client._probe import negotiate_auto
     from mcp.shared.exceptions import MCPError as SdkError
     from mcp_types.version import LATEST_MODERN_VERSION
 
@@ -144,17 +144,17 @@ async def negotiate(client: ClientSession, attempt: Attempt) -> None:
     except (SdkError, TimeoutError) as exc:
         status = attempt.http_status or 0
         if isinstance(exc, SdkError) and (
-            _errors.is_connection_closed(exc) or status in (401, 403) or 300 <= status < 400
+            is_connection_closed(exc) or status in (401, 403) or 300 <= status < 400
         ):
             raise
-        if isinstance(exc, SdkError) and exc.code == _errors.UNSUPPORTED_PROTOCOL_VERSION:
+        if isinstance(exc, SdkError) and exc.code == UNSUPPORTED_PROTOCOL_VERSION:
             await negotiate_auto(client)
             return
         attempt.http_status = None  # the probe's refusal says nothing of the handshake
         try:
             await client.initialize()
         except SdkError as handshake:
-            if handshake.code != _errors.UNSUPPORTED_PROTOCOL_VERSION:
+            if handshake.code != UNSUPPORTED_PROTOCOL_VERSION:
                 raise
             await negotiate_auto(client)  # a slow starter that took the probe after all: probe again
         return

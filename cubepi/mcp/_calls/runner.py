@@ -19,9 +19,16 @@ import anyio
 
 from ..._calling import lent_elicitation
 from ...errors import MCPTimeoutError
-from .. import _errors
 from .._context import current_call_context
-from .._errors import Attempt
+from .._errors import (
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Attempt,
+    is_cancellation,
+    is_lost,
+    leaves,
+    reraise,
+    sdk_code,
+)
 from .._sdk import ensure_sdk
 from .elicitation import with_defaults
 from .limits import CLOSE_MARGIN, Timeouts
@@ -33,7 +40,7 @@ from .shared_state import Shared
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
-    from .._servers import Server
+    from .._configs import ServerConfig
 
 __all__ = ["Runner", "Stateless", "Work"]
 
@@ -68,7 +75,7 @@ class Stateless(Runner):
 
     def __init__(
         self,
-        server: Server,
+        server: ServerConfig,
         timeouts: Timeouts,
         *,
         callbacks: Mapping[str, Any] | None = None,
@@ -183,11 +190,11 @@ class Stateless(Runner):
             async with self.opening(await shared.keeper(), learn=False).one_request(attempt) as session:
                 return await work(session, *args)
         except BaseException as exc:
-            if _errors.is_cancellation(exc):
+            if is_cancellation(exc):
                 raise
             if self._refused(exc):
                 return await self._leased(work, *args, tool_name=tool_name, again=True)
-            _errors.reraise(await attempt.error(exc, self.describe()))
+            reraise(await attempt.error(exc, self.describe()))
 
     async def _leased(self, work: Work, *args: Any, tool_name: str | None = None, again: bool = False) -> Any:
         """A request on a leased session (see `_keeper`): a limit that runs out raises at once while the
@@ -212,7 +219,7 @@ class Stateless(Runner):
                 group.start_soon(lease.own)
                 return await lease.borrow(work, *args)
         except BaseException as exc:
-            if _errors.is_cancellation(exc):
+            if is_cancellation(exc):
                 raise
             phase = lease.attempt.phase  # the phase it failed in (the owner goes on to close)
             failure = await self._failure(exc, lease, bounded=keeper is not None and self.owned)
@@ -220,14 +227,12 @@ class Stateless(Runner):
                 lease.attempt.phase = phase
             if not again and self._refused(failure):
                 return await self._leased(work, *args, tool_name=tool_name, again=True)
-            _errors.reraise(
-                await lease.attempt.error(failure, self.describe(), settled=lease.closed.is_set())
-            )
+            reraise(await lease.attempt.error(failure, self.describe(), settled=lease.closed.is_set()))
         finally:
             if keeper is not None and self.prespawn:
                 shared.spare_after(keeper, self.spare_opening)
 
-    async def _failure(self, exc: BaseException, lease: Lease, *, bounded: bool) -> BaseException:
+    async def _failure(self, exc: BaseException, lease: Lease[Session], *, bounded: bool) -> BaseException:
         """What to report for `exc`, once the session has closed; a limit that ran out is a bound (the
         keeper goes on closing), and a lost connection is reported by what broke it."""
         if isinstance(exc, MCPTimeoutError) or isinstance(lease.failure, MCPTimeoutError):
@@ -235,22 +240,20 @@ class Stateless(Runner):
             return exc
         await lease.settle()
         closing = lease.failure
-        if closing is not None and closing is not exc and all(map(_errors.is_lost, _errors.leaves(exc))):
+        if closing is not None and closing is not exc and all(map(is_lost, leaves(exc))):
             return closing
         return exc
 
     def _refused(self, exc: BaseException) -> bool:
         """The server refused the protocol version found at load (its protocol changed): forget it, so that
         the call is sent once more on a session that finds it again."""
-        refused = any(
-            _errors.sdk_code(leaf) == _errors.UNSUPPORTED_PROTOCOL_VERSION for leaf in _errors.leaves(exc)
-        )
+        refused = any(sdk_code(leaf) == UNSUPPORTED_PROTOCOL_VERSION for leaf in leaves(exc))
         if not refused or self.learned.protocol is None or self.server.protocol != "auto":
             return False
         self.forget_protocol()
         return True
 
-    async def _spare(self, keeper: Keeper | None) -> Lease | None:
+    async def _spare(self, keeper: Keeper | None) -> Lease[Session] | None:
         """The waiting spare, for this call, once it has started; None when there is none, or it failed
         to start (a fresh session then reports why, or works). A spare was opened with the list's
         callbacks: a call lent other ones opens its own session."""

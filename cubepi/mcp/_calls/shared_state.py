@@ -20,11 +20,11 @@ import anyio
 import anyio.lowlevel
 
 from ...errors import UserError
-from .. import _errors
+from .._errors import is_transport_error
 from .ownership import Keeper, Lease
 
 if TYPE_CHECKING:
-    from .._servers import StdioServer
+    from .._configs import StdioConfig
     from .session import Session
     from .tasks import TaskWatch
 
@@ -97,7 +97,7 @@ class Shared:
 
     # -- what calls reuse ----------------------------------------------------------------------------------
 
-    def launch(self, server: StdioServer) -> Any:
+    def launch(self, server: StdioConfig) -> Any:
         """What spawning the list's stdio server takes, found once in this process."""
         if self._launch is None:
             from .._transports.stdio import launch_parameters
@@ -123,7 +123,7 @@ class Shared:
 
     # -- the spare stdio server (prespawn=True) ------------------------------------------------------------
 
-    def take_spare(self, keeper: Keeper | None) -> Lease | None:
+    def take_spare(self, keeper: Keeper | None) -> Lease[Session] | None:
         """The waiting spare of this loop, for one call (it may still be starting)."""
         if keeper is None:
             return None
@@ -171,7 +171,7 @@ class _Warmed:
         self.opening = opening
 
     @contextlib.asynccontextmanager
-    async def __call__(self, lease: Lease) -> AsyncIterator[Session]:
+    async def __call__(self, lease: Lease[Session]) -> AsyncIterator[Session]:
         async with self.opening.session(lease.attempt, lease.opening) as session:
             await warm_up(session)
             yield session
@@ -204,7 +204,7 @@ async def warm_up(session: Session) -> None:
         try:
             await session.client.send_request(request, types.CallToolResult)
         except SdkError as exc:  # "no such tool": what was asked for
-            if _errors.is_transport_error(exc):
+            if is_transport_error(exc):
                 raise
 
 

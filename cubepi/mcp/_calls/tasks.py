@@ -19,8 +19,8 @@ import contextlib
 import functools
 import inspect
 import math
-from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 import anyio
 from pydantic import BaseModel
@@ -28,16 +28,42 @@ from pydantic import BaseModel
 from ..._calling import lent_elicitation
 from ...errors import MCPError
 from ...tools import ToolUpdate, UpdateCallback
-from .. import _errors
+from .._errors import is_transport_error, reraise, root_cause
 from .elicitation import missing_input_hint
 from .limits import Timeouts
 
 if TYPE_CHECKING:
+    import contextlib
+
+    from mcp import ClientSession
     from mcp import types as mcp_types
 
-    from .session import Session
+    from .._errors import Attempt
 
-__all__ = ["CANCEL_LIMIT", "POLL_CAP", "POLL_DEFAULT", "POLL_FLOOR", "Driver", "TaskWatch", "poll_delay"]
+__all__ = [
+    "CANCEL_LIMIT",
+    "POLL_CAP",
+    "POLL_DEFAULT",
+    "POLL_FLOOR",
+    "Driver",
+    "TaskSession",
+    "TaskWatch",
+    "poll_delay",
+]
+
+
+class TaskSession(Protocol):
+    """What a task's driver uses of the session its task was created on (`session.Session`)."""
+
+    @property
+    def client(self) -> ClientSession: ...
+
+    @property
+    def attempt(self) -> Attempt: ...
+
+    @property
+    def sibling(self) -> Callable[[], contextlib.AbstractAsyncContextManager[ClientSession]] | None: ...
+
 
 # Polling honours the server's pollIntervalMs within these bounds (seconds); POLL_DEFAULT when it sends none.
 POLL_FLOOR = 0.05
@@ -148,7 +174,7 @@ class TaskWatch:
 
     async def finish(
         self,
-        session: Session,
+        session: TaskSession,
         created: Any,
         on_update: UpdateCallback | None,
         call: anyio.CancelScope,
@@ -208,7 +234,7 @@ class Driver:
     """Drives one task to its end: its requests go out on the call's session (stdio) or fresh ones (HTTP)."""
 
     def __init__(
-        self, watch: TaskWatch, session: Session, created: Any, on_update: UpdateCallback | None
+        self, watch: TaskWatch, session: TaskSession, created: Any, on_update: UpdateCallback | None
     ) -> None:
         self.watch = watch
         self.session = session
@@ -287,7 +313,7 @@ class Driver:
                         return await client.send_request(request, result_type)  # type: ignore[no-any-return]
             except Exception as exc:
                 if not self._retryable(exc) or anyio.current_time() + pause >= give_up:
-                    _errors.reraise(_errors.root_cause(exc))  # the server's answer, not a task group
+                    reraise(root_cause(exc))  # the server's answer, not a task group
             await anyio.sleep(pause)
             pause = min(pause * 2, POLL_CAP)
 
@@ -306,9 +332,9 @@ class Driver:
 
         if self.session.sibling is None:
             return False
-        cause = _errors.root_cause(exc)
+        cause = root_cause(exc)
         transport = (httpx2.TransportError, OSError, TimeoutError, anyio.BrokenResourceError)
-        return isinstance(cause, transport) or _errors.is_transport_error(cause)
+        return isinstance(cause, transport) or is_transport_error(cause)
 
     async def cancel(self) -> None:
         """``tasks/cancel``, bounded by `CANCEL_LIMIT`, shielded from the cancellation that caused it: on

@@ -26,9 +26,10 @@ from .._calls.protocol import ProtocolSetting
 from .._calls.runner import Stateless
 from .._calls.server_logs import server_logs
 from .._calls.server_requests import server_requests
+from .._configs import Headers, HttpTransport, StderrCallback
 from .._connection import MCPConnection
 from .._lockfile import DriftPolicy, LockSource, pin
-from .._servers import Headers, HttpServer, HttpTransport, StderrCallback, StdioServer
+from .._servers import HttpServer, StdioServer
 from .building import Lister
 from .policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
 from .toollist import MCPToolList

@@ -30,7 +30,6 @@ from pydantic import BaseModel, Field
 from ...errors import UserError
 from ...schema import to_arguments
 from ...tools import AgentTool, AgentToolResult, Content, UpdateCallback
-from .._calls.limits import Deadline
 from .._calls.listings import list_pages
 from .._calls.session import timed_out
 from .._content import render_mcp_content
@@ -98,7 +97,7 @@ async def _bounded(session: Session, request: Callable[[], Any], what: str) -> A
     session.attempt.phase, session.attempt.http_status = "call", None
     idle = math.inf if timeouts.call is None else timeouts.call
     hard = math.inf if timeouts.max_duration is None else anyio.current_time() + timeouts.max_duration
-    deadline = Deadline(session, idle, hard)
+    deadline = session.deadline(idle, hard)
     with deadline.scope, recording(session.attempt, session.headers, session.auth):
         return await (deadline.run(request) if deadline.watching else request())
     raise timed_out(session, deadline, hard, what)

@@ -30,7 +30,7 @@ from .output_schema import OutputCheck
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
-    from .._servers import HttpServer, StdioServer
+    from .._configs import HttpConfig, StdioConfig
     from .policies import Policies
 
 __all__ = ["MCPRun", "SchemaModel", "build_tool", "make_mcp_agent_tool", "tool_spec"]
@@ -181,7 +181,7 @@ def build_tool(
 
 def make_mcp_agent_tool(
     tool: mcp_types.Tool | Mapping[str, Any],
-    server: StdioServer | HttpServer,
+    server: StdioConfig | HttpConfig,
     *,
     timeout: float | None = 30.0,
     startup_timeout: float | None = SAME_AS_TIMEOUT,

@@ -16,13 +16,13 @@ from typing import Any, Literal, TypeAlias
 
 import anyio
 
-from ..errors import CubepiError, MCPError, MCPTimeoutError, ServerSkippedWarning, UserError
-from ..tools import AgentTool, ensure_unique_names
-from ._config_file import ConfigSource, ConfiguredServer, read_mcp_config
-from ._lists.loaders import load_mcp_tools
-from ._lists.toollist import MCPToolList, ToolChanges, ToolListEdit, merge_changes
-from ._redact import redact, secret_values
-from ._servers import HttpServer, StdioServer
+from ...errors import CubepiError, MCPError, MCPTimeoutError, ServerSkippedWarning, UserError
+from ...tools import AgentTool, ensure_unique_names
+from .._config_file import ConfigSource, ConfiguredServer, read_mcp_config
+from .._redact import redact, secret_values
+from .._servers import HttpServer, StdioServer
+from .loaders import load_mcp_tools
+from .toollist import MCPToolList, ToolChanges, ToolListEdit, merge_changes
 
 __all__ = ["OnError", "load_mcp_tools_from_config"]
 
