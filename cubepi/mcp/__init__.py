@@ -11,15 +11,16 @@ tools = await load_mcp_tools_stdio("npx", [...], lock="cubepi.lock")  # pinned d
 tools = await load_mcp_tools_from_lock("cubepi.lock")   # built from the lockfile alone, no listing
 ```
 
-The map (docs/architecture.md has it in full): `_loader` lists a server once and builds `AgentTool`s
-whose `run` is `_tool.MCPRun` (the list's policies, applied in one place) over one runner per list
-(`_runner.Stateless`, or a connection's). A call opens a session (`_session.Opening`: the transport of
-`_stdio` or `_http`, the era of `_protocol`) and sends its request (`_session.call_tool`, bounded by
-`_limits.Deadline`). Resources, prompts and instructions (`_offers`) go the same way. Sessions whose
-end matters are leased (`_keeper.Lease`), owned by the list's keeper
-in each event loop (`_keeper.Keeper`); `_shared.Shared` is what the calls of one list share.
-Who a call is for (`_context.call_context`: headers, auth, ``_meta``, values) is read where the call
-starts and handed to that call's own session; `_hidden` takes `hidden_arguments` out of the schema.
+The map (docs/architecture.md has it in full): `_lists.loaders` lists a server once and builds `AgentTool`s
+whose `run` is `_lists.tool.MCPRun` (the list's policies, applied in one place) over one runner per list
+(`_calls.runner.Stateless`, or a connection's). A call opens a session (`_calls.session.Opening`: the
+transport of `_transports.stdio` or `_transports.http`, the era of `_calls.protocol`) and sends its request
+(`_calls.session.call_tool`, bounded by `_calls.limits.Deadline`). Resources, prompts and instructions
+(`_lists.offers`) go the same way. Sessions whose end matters are leased (`_calls.ownership.Lease`), owned by
+the list's keeper in each event loop (`_calls.ownership.Keeper`); `_calls.shared_state.Shared` is what the
+calls of one list share. Who a call is for (`_context.call_context`: headers, auth, ``_meta``, values) is read
+where the call starts and handed to that call's own session; `_lists.hidden_arguments` takes
+`hidden_arguments` out of the schema.
 
 Importing this package does not import the `mcp` SDK; the first connection does, and a missing extra
 raises `UserError` naming ``pip install "cubepi[mcp]"``.

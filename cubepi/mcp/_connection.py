@@ -7,10 +7,11 @@ async with StdioServer("uvx", ["mcp-server-git"]).connect() as conn:
 # the session and its process are gone here; calling one of the tools raises UserError
 ```
 
-Ownership: the connection's ``async with`` block holds a task group. Its session is a `Lease` (`_keeper`)
-whose owner is a child of that group: opened at the block's start, reopened (``auto_reconnect=True``)
-and closed at its end, shielded, so the server gets a full shutdown even when the block is cancelled.
-Calls from any task of that event loop borrow the session (JSON-RPC multiplexes concurrent requests).
+Ownership: the connection's ``async with`` block holds a task group. Its session is a `Lease`
+(`_calls.ownership`) whose owner is a child of that group: opened at the block's start, reopened
+(``auto_reconnect=True``) and closed at its end, shielded, so the server gets a full shutdown even when the
+block is cancelled. Calls from any task of that event loop borrow the session (JSON-RPC multiplexes concurrent
+requests).
 
 Lists loaded from a connection follow the server's tool list: when the server says it changed
 (``notifications/tools/list_changed`` on a handshake-era session; a ``subscriptions/listen`` stream on a

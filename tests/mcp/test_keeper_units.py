@@ -1,6 +1,6 @@
-"""`_keeper` one behaviour at a time: a `Lease` (borrowed, cancelled, failed, interrupted while starting,
-an HTTP one interrupted within its grace or past it), the keeper's idle grace counted on a clock that
-moves only when the test says so, and when a loop that did not load a list gets a spare.
+"""`_calls.ownership` one behaviour at a time: a `Lease` (borrowed, cancelled, failed, interrupted while
+starting, an HTTP one interrupted within its grace or past it), the keeper's idle grace counted on a clock
+that moves only when the test says so, and when a loop that did not load a list gets a spare.
 
 Leases open real sessions (`Opening`) to the servers in tests/servers; no keeper owns them here but the
 test's own task group.

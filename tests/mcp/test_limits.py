@@ -303,7 +303,7 @@ def test_the_defaults_say_what_they_are() -> None:
 
 
 async def test_a_probe_cancelled_before_its_first_step_is_closed_not_left_unawaited() -> None:
-    """The start-up probe starts from a loop timer (`_limits._Later`); when the loop ends (its tasks are
+    """The start-up probe starts from a loop timer (`_calls.limits._Later`); when the loop ends (its tasks are
     cancelled natively) right after the timer fired, the probe's task is cancelled before it ran, and its
     coroutine is closed as the block ends, not left for the garbage collector to warn about ("coroutine ...
     was never awaited")."""

@@ -1,5 +1,5 @@
-"""`_protocol`: which protocol settings are accepted, what a learned protocol says (tasks, one request, the
-tools whose calls need their definition), and how a session starts, against a scripted HTTP endpoint that
+"""`_calls.protocol`: which protocol settings are accepted, what a learned protocol says (tasks, one request,
+the tools whose calls need their definition), and how a session starts, against a scripted HTTP endpoint that
 answers each JSON-RPC method as a test says (refused probes, a stale status, a handshake-era server)."""
 
 from __future__ import annotations

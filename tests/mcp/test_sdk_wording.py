@@ -3,8 +3,8 @@
 The `mcp` SDK reports some transport events only as text: a JSON-RPC error it makes up ("Connection
 closed", "Session terminated", an HTTP status turned into "Not Found", ...). cubepi tells those apart from
 errors a server chose to send by their exact (code, message) (`_errors.SDK_WORDING`, `SDK_PREFIXES`) and
-reads httpx2's SSE event bound from its message (`_limits.sse_limit_hit`). cubepi also calls a few private
-SDK names. Each test below makes the real SDK, over a real transport (a stdio process, a local HTTP
+reads httpx2's SSE event bound from its message (`_calls.limits.sse_limit_hit`). cubepi also calls a few
+private SDK names. Each test below makes the real SDK, over a real transport (a stdio process, a local HTTP
 server), produce one of these and checks it against cubepi's constant: a reworded or moved one fails the
 test named after it, instead of silently changing the errors cubepi reports.
 """
@@ -219,8 +219,8 @@ async def test_sse_limit_wording_an_event_past_max_sse_event_size() -> None:
 async def test_private_create_platform_compatible_process_is_how_stdio_client_spawns(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """`_stdio._install` replaces the module attribute: `stdio_client` must look it up at each spawn and
-    get an anyio `Process` from it (cubepi wraps nothing else)."""
+    """`_transports.stdio._install` replaces the module attribute: `stdio_client` must look it up at each
+    spawn and get an anyio `Process` from it (cubepi wraps nothing else)."""
     current = sdk_stdio._create_platform_compatible_process
     assert inspect.iscoroutinefunction(current)
     spawned: list[object] = []
@@ -240,7 +240,7 @@ async def test_private_create_platform_compatible_process_is_how_stdio_client_sp
 @pytest.mark.skipif(sys.platform == "win32", reason="cubepi wraps the factory on POSIX only")
 async def test_private_create_platform_compatible_process_wrapper_sees_the_sdk_spawn() -> None:
     """cubepi's wrapper (`tracking` installs it) is reached by the SDK's own `stdio_client`, as
-    `_stdio.open_stdio` opens it."""
+    `_transports.stdio.open_stdio` opens it."""
     info = StdioProcess()
     info.start_reading()
     says_bye = StdioServerParameters(
@@ -295,8 +295,8 @@ async def test_private_absorb_tool_listing_makes_a_call_send_mcp_param_headers()
 
 
 async def test_private_negotiate_auto_falls_back_to_the_handshake() -> None:
-    """`_protocol.negotiate`: ``negotiate_auto(session)`` probes ``server/discover`` and, refused, shakes
-    hands."""
+    """`_calls.protocol.negotiate`: ``negotiate_auto(session)`` probes ``server/discover`` and, refused,
+    shakes hands."""
     assert list(inspect.signature(negotiate_auto).parameters) == ["session"]
 
     def reply(handler: Endpoint, message: dict[str, Any]) -> None:
@@ -315,8 +315,8 @@ async def test_private_negotiate_auto_falls_back_to_the_handshake() -> None:
 
 
 async def test_private_run_input_required_driver_dispatches_then_retries() -> None:
-    """`_session.call_tool`: ``run_input_required_driver(first, dispatch=, retry=, max_rounds=)`` answers
-    the input requests through `dispatch`, then retries with the answers and the request state."""
+    """`_calls.session.call_tool`: ``run_input_required_driver(first, dispatch=, retry=, max_rounds=)``
+    answers the input requests through `dispatch`, then retries with the answers and the request state."""
     parameters = inspect.signature(run_input_required_driver).parameters
     assert list(parameters) == ["first", "dispatch", "retry", "max_rounds"]
     assert all(parameters[name].kind is inspect.Parameter.KEYWORD_ONLY for name in ("dispatch", "retry"))

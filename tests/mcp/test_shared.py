@@ -1,5 +1,5 @@
-"""What the calls of one list share (`_shared.Shared`): the spare's warm-up, its limits, its count, aclose
-across event loops, and what a pickled list's `Shared` becomes where it lands.
+"""What the calls of one list share (`_calls.shared_state.Shared`): the spare's warm-up, its limits, its
+count, aclose across event loops, and what a pickled list's `Shared` becomes where it lands.
 
 Real stdio servers (a small MCPServer script that logs every request it gets, per process); the only unit
 tests are of `Shared`'s pickling, which needs no server.

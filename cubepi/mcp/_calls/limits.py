@@ -2,8 +2,8 @@
 
 Every limit is per call, never per read. `timeout` bounds each phase (start-up, listing, a call that hears
 nothing), `startup_timeout` start-up alone, `max_duration` a whole call however much progress it reports;
-`max_response_bytes` one message a server sends, counted as it arrives by the readers of `_stdio` and
-`_http` (Streamable HTTP's events by the SDK's own per-event bound).
+`max_response_bytes` one message a server sends, counted as it arrives by the readers of `_transports.stdio`
+and `_transports.http` (Streamable HTTP's events by the SDK's own per-event bound).
 """
 
 from __future__ import annotations

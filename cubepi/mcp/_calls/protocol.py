@@ -65,7 +65,7 @@ class Protocol:
 
     @property
     def offers_tasks(self) -> bool:
-        """Whether the discover result lists the tasks extension (`_tasks`)."""
+        """Whether the discover result lists the tasks extension (`_calls.tasks`)."""
         extensions = self.discover.capabilities.extensions if self.discover is not None else None
         return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
 

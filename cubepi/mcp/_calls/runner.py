@@ -3,8 +3,8 @@
 Every call gets a session no earlier call used. Its `request` is chosen when it learns the server
 (`learn`): on a 2026-07-28 server over Streamable HTTP a call is one POST made from the caller's own task
 (`_one_request`); every other session, whose end matters (a stdio process, a handshake session, SSE, a
-server not known yet), is leased (`_leased`): opened and closed by an owner task (`_keeper`), borrowed by
-the call. A connection's runner (`_connection`) works over its one live session instead.
+server not known yet), is leased (`_leased`): opened and closed by an owner task (`_calls.ownership`),
+borrowed by the call. A connection's runner (`_connection`) works over its one live session instead.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class Runner:
         return None
 
     def remember(self, definitions: Mapping[str, mcp_types.Tool]) -> None:
-        """The listed tools whose calls need their definition (`_protocol.needs_definition`)."""
+        """The listed tools whose calls need their definition (`_calls.protocol.needs_definition`)."""
 
     def describe(self) -> str:
         raise NotImplementedError
@@ -197,8 +197,8 @@ class Stateless(Runner):
             reraise(await attempt.error(exc, self.describe()))
 
     async def _leased(self, work: Work, *args: Any, tool_name: str | None = None, again: bool = False) -> Any:
-        """A request on a leased session (see `_keeper`): a limit that runs out raises at once while the
-        list's keeper goes on closing the session; so does a stdio call once its answer is in, where the
+        """A request on a leased session (see `_calls.ownership`): a limit that runs out raises at once while
+        the list's keeper goes on closing the session; so does a stdio call once its answer is in, where the
         keeper lets it (`Keeper.detaches`); anything else returns once the session has closed.
         `again`: the request was refused once already, so a second refusal is raised, not retried."""
         shared = self.shared

@@ -1,9 +1,10 @@
 """One timed session: opened ready in either era over any transport, and its requests, bounded by phase.
 
-`Opening` holds what opening a session takes; its `session` enters the transport (`_stdio` or `_http`) and
-the SDK's `ClientSession` and starts the protocol (`_protocol.start`: adopt a discover result,
-``initialize``, or negotiate), all within the start-up limit, and yields a `Session`. `call_tool` is its
-call, bounded by the call's limits (`_limits.Deadline`); its listings are in `_listing`.
+`Opening` holds what opening a session takes; its `session` enters the transport (`_transports.stdio` or
+`_transports.http`) and the SDK's `ClientSession` and starts the protocol (`_calls.protocol.start`: adopt a
+discover result, ``initialize``, or negotiate), all within the start-up limit, and yields a `Session`.
+`call_tool` is its call, bounded by the call's limits (`_calls.limits.Deadline`); its listings are in
+`_calls.listings`.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class Session:
     """A ready SDK session, what it speaks, and what its requests need.
 
     `starting` is the start-up limit of a new 2026-07-28 stdio process not heard from yet: its first
-    request's deadline includes it (`_limits.Deadline`). `definitions` are the listed tools whose calls
+    request's deadline includes it (`_calls.limits.Deadline`). `definitions` are the listed tools whose calls
     need their definition; `tasks` the list's `TaskWatch` (when it consents to tasks); `sibling` opens
     another fresh session to the same server (HTTP), for a task's polls; `headers` those a callable gave
     (and a call context's), `auth` a call context's.
@@ -94,8 +95,8 @@ class Session:
 class Opening:
     """What opening a session to a server takes, as of one request.
 
-    `launch` (stdio: `_stdio.launch_parameters`, computed once per list); `keeper` lends the list's HTTP
-    client (else a client is made for the session); `kwargs` go to the SDK's `ClientSession`; `learn` is
+    `launch` (stdio: `_transports.stdio.launch_parameters`, computed once per list); `keeper` lends the list's
+    HTTP client (else a client is made for the session); `kwargs` go to the SDK's `ClientSession`; `learn` is
     told what a session found (the runner that owns `learned`). It refers to nothing that owns a list, so
     that a spare session it opens does not keep the list alive. `call` is the call context of the one call
     it opens for (its headers and auth; `_context`): such an opening is never reused.
@@ -119,7 +120,7 @@ class Opening:
         return headers
 
     def leased(self, tool_name: str | None = None) -> Lease[Session]:
-        """A lease (`_keeper`) whose owner opens a session this way."""
+        """A lease (`_calls.ownership`) whose owner opens a session this way."""
         if self.server.kind == "stdio":  # the server's shutdown need not keep the caller waiting
             return Lease(self.leasing, tool_name=tool_name, detachable=True)
         return Lease(self.leasing, tool_name=tool_name, grace=HTTP_CLOSE_GRACE)
@@ -412,7 +413,7 @@ async def _core_task(
     on_update: UpdateCallback | None,
     hard: float,
 ) -> mcp_types.CallToolResult:
-    """A tool a handshake-era server runs only as a task (`_coretasks`): the task's result."""
+    """A tool a handshake-era server runs only as a task (`_calls.core_tasks`): the task's result."""
     from .core_tasks import CoreDriver, call_as_task
 
     assert session.tasks is not None

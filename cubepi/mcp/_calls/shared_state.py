@@ -1,6 +1,6 @@
 """`Shared`: what the calls of one tool list share in one process.
 
-Its keeper in each event loop (`_keeper`: sessions still closing, the spare stdio server of
+Its keeper in each event loop (`_calls.ownership`: sessions still closing, the spare stdio server of
 ``prespawn=True`` and its warm-up, the HTTP client and its idle connections), its stdio launch parameters
 (computed once), its concurrency limiters and the calls waiting on tasks. Every call still gets a session
 no earlier call used. It ends with the list's `aclose()`, its garbage collection, or its loop's end.

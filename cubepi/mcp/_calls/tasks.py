@@ -4,7 +4,7 @@ A server that advertises the extension in ``server/discover`` may answer a conse
 task (``resultType: "task"``: a task id, a status, ``pollIntervalMs``, ``ttlMs``) instead of the result.
 `TaskWatch` is what a list keeps for it: the result type that admits a task (cubepi sends ``tools/call``
 itself, so the SDK's `ResultClaim`, which only its `Client.call_tool` resolves, is not on its path), the
-calls waiting on tasks (so that closing the list stops them), and `finish`, which `_session.call_tool`
+calls waiting on tasks (so that closing the list stops them), and `finish`, which `_calls.session.call_tool`
 hands a task to. It polls ``tasks/get`` (over HTTP each poll on a fresh session, and one that fails in
 transport is sent again, so a call survives a dropped connection while the server keeps the task),
 reports ``statusMessage`` changes as updates, answers ``inputRequests`` through the session's callbacks
@@ -182,7 +182,7 @@ class TaskWatch:
         driver_type: type[Driver] | None = None,
     ) -> mcp_types.CallToolResult:
         """The final result of the task `created` (the answer to the call `session` just sent), driven by
-        `driver_type` (the extension's `Driver` unless told: `_coretasks` gives the 2025-11-25 one).
+        `driver_type` (the extension's `Driver` unless told: `_calls.core_tasks` gives the 2025-11-25 one).
 
         `call` is the call's cancel scope: from here the whole task is bounded by `hard` (`max_duration`),
         each request by the call `timeout`. When the call ends before the task does (the caller cancels,

@@ -34,12 +34,12 @@ class Lister:
     policies: Policies
     resources: bool = False
     prompts: bool = False
-    pin: Pin | None = None  # a lockfile's entry for the server (`_lock`)
+    pin: Pin | None = None  # a lockfile's entry for the server (`_lockfile`)
 
     async def list(self, *, strict: bool) -> Listing:
         """The server's tools now. `strict` (at load): `include` / `exclude` / `retries` may name only
         tools the server offers; later a tool the server dropped is no longer an error. At load, the
-        tools of ``resources=True`` / ``prompts=True`` are added (`_offers`)."""
+        tools of ``resources=True`` / ``prompts=True`` are added (`_lists.offers`)."""
         started = time.monotonic()
         listed, ttl = await self.runner.request(list_tools)
         self.runner.remember({tool.name: tool for tool in listed if needs_definition(tool)})

@@ -1,7 +1,7 @@
 """One tool list of every server of an ``mcpServers`` file (`load_mcp_tools_from_config`).
 
-Each server's tools are loaded (`_loader`) with the shared and per-server policies and prefixed with its
-name; the list keeps them by name (`servers`), with the servers that failed to load under
+Each server's tools are loaded (`_lists.loaders`) with the shared and per-server policies and prefixed with
+its name; the list keeps them by name (`servers`), with the servers that failed to load under
 ``on_error="skip"`` (`failures`), which a refresh tries again. The file itself is `_config_file`'s.
 """
 

@@ -1,11 +1,11 @@
 """A tool as data: how an MCP tool definition becomes an `AgentTool`, and what its `run` does.
 
 An MCP tool is an `AgentTool` whose `run` is an `MCPRun`: the tool's name on the wire, the list's
-`Policies`, and the list's runner (`_runner`). `MCPRun` applies the policies in one place (the
+`Policies`, and the list's runner (`_calls.runner`). `MCPRun` applies the policies in one place (the
 concurrency limit, retries, rendering, the output check) and hands the request to the runner.
 
 A call of a 2026-07-28 Streamable HTTP tool is these frames: `AgentTool.execute`, `MCPRun.__call__`,
-`Stateless._one_request`, `_session.call_tool`, then the SDK's `ClientSession.send_request`.
+`Stateless._one_request`, `_calls.session.call_tool`, then the SDK's `ClientSession.send_request`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ SIGTERM/SIGKILL of the process group) and adds what the SDK keeps to itself:
 - `StdioProcess`: what the server printed on stderr (a pipe drained as it comes, by a reader callback
   of the asyncio loop: the last 16 KiB for errors, each line to `on_stderr`), its exit code, and when it
   first wrote to stdout;
-- a linear, bounded read of stdout (`_stdio_stdout`). A line past `max_response_bytes` fails the
+- a linear, bounded read of stdout (`_transports.stdio_stdout`). A line past `max_response_bytes` fails the
   session with `ResponseTooLarge`;
 - the end of the server's whole process group once the transport has closed (a server that exits at once
   left its children running: ``npx`` starts ``node``).
@@ -146,7 +146,7 @@ class StdioProcess:
 
     `on_output`, when set, is called once, when the server first writes to stdout: a new 2026-07-28
     process sends nothing before its first request, and that request's deadline includes the start-up
-    limit until the server is heard from (see `_session.call_tool`).
+    limit until the server is heard from (see `_calls.session.call_tool`).
     """
 
     def __init__(
@@ -334,7 +334,7 @@ async def open_stdio(params: StdioServerParameters, process: StdioProcess) -> As
 
 def _report_forced_exit(process: StdioProcess, running: bool) -> None:
     """Log a server that was still `running` when its stdin closed and did not exit within the SDK's
-    grace period (a signal ended it). Nobody may be waiting for this shutdown (`_keeper`): the log is
+    grace period (a signal ended it). Nobody may be waiting for this shutdown (`_calls.ownership`): the log is
     where it is told."""
     from mcp.client.stdio import PROCESS_TERMINATION_TIMEOUT
 
