@@ -30,12 +30,12 @@ from cubepi.mcp import (
     HttpServer,
     MCPToolList,
     StdioServer,
-    _http,
-    _tool,
     load_mcp_tools,
     load_mcp_tools_http,
     load_mcp_tools_stdio,
 )
+from cubepi.mcp._lists import tool as _tool
+from cubepi.mcp._transports import http as _http
 
 ERAS = ["auto", "legacy"]  # kitchen answers server/discover (2026-07-28); "legacy" forces the handshake
 
