@@ -10,12 +10,12 @@ call by call so that the machine's noise falls on all alike. Rows, from the outs
 
 - ``cubepi execute``: what a user calls (argument validation, then everything below);
 - ``cubepi MCPRun``: the tool's run on a ready model instance (policies: limiter, render, output check);
-- ``cubepi runner``: the list's runner with `_session.call_tool` (session, deadline, the request);
+- ``cubepi runner``: the list's runner with `_calls.session.call_tool` (session, deadline, the request);
 - ``raw Client.call_tool`` (persistent only): the SDK's own convenience call;
 - ``raw send_request``: one ``tools/call`` request on the SDK session, the floor.
 
-The private names used here (`AgentTool._run`, `MCPRun.runner`, `_session.call_tool`) are the layers of the
-call path in docs/architecture.md.
+The private names used here (`AgentTool._run`, `MCPRun.runner`, `_calls.session.call_tool`) are the layers of
+the call path in docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from cubepi import AgentTool
 from cubepi.mcp import StdioServer, load_mcp_tools, load_mcp_tools_http
-from cubepi.mcp._session import call_tool
+from cubepi.mcp._calls.session import call_tool
 
 ARGS = {"a": 1, "b": 2}
 Call = Callable[[], Awaitable[Any]]

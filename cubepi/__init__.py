@@ -1,8 +1,8 @@
 """cubepi: the tools of any MCP server as typed Python tools.
 
 ```python
-from cubepi import AgentTool, tool
-from cubepi.mcp import load_mcp_tools_stdio
+from . import AgentTool, tool
+from .mcp import load_mcp_tools_stdio
 
 tools = await load_mcp_tools_stdio(command="uvx", args=["mcp-server-time"])
 result = await tools[0].execute({"timezone": "Europe/Paris"})

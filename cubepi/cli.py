@@ -32,15 +32,15 @@ import pydantic
 
 from .errors import CubepiError, MCPError, SchemaError, ServerSkippedWarning, UserError
 from .mcp import HttpServer, MCPToolList, StdioServer, load_mcp_tools, load_mcp_tools_from_config
-from .mcp._config import OnError
 from .mcp._config_file import read_mcp_config
-from .mcp._lock import (
+from .mcp._lists.from_config import OnError
+from .mcp._lists.from_lock import locked_server
+from .mcp._lockfile import (
     LockedServer,
     compare,
     describe_drift,
     dumps,
     lock_servers,
-    locked_server_config,
     matching,
     read_lock,
 )
@@ -396,7 +396,7 @@ async def _lock(args: argparse.Namespace) -> int:
 async def _check(args: argparse.Namespace, pinned: list[LockedServer], name: str) -> int:
     """Exit status 1 (and what changed) if the servers differ from `pinned`, else 0."""
     own = not (args.config or args.url or args.command)
-    servers = [(e.name, locked_server_config(e)) for e in pinned] if own else _named_servers(args)
+    servers = [(e.name, locked_server(e)) for e in pinned] if own else _named_servers(args)
     fresh = read_lock(await lock_servers(servers, timeout=args.timeout))
     lines = []
     for (_, server), now in zip(servers, fresh, strict=True):

@@ -1,6 +1,6 @@
 """Typed client modules generated from a server's tools (`cubepi codegen`), and what they call through.
 
-`generate(lock)` turns a lockfile's JSON (`cubepi.mcp._lock.lock_servers`) into the text of a Python
+`generate(lock)` turns a lockfile's JSON (`cubepi.mcp._lockfile.lock_servers`) into the text of a Python
 module: a Pydantic model per tool input (and output, where the tool has an ``outputSchema``) and a typed
 ``async def`` per tool whose keyword arguments are the tool's, under Python names. A call sends exactly the
 arguments given, under their wire names (`UNSET` ones left out, an explicit ``None`` kept), through the
@@ -21,11 +21,12 @@ from typing import Any, Final
 
 from .errors import UserError
 from .mcp import HttpServer, StdioServer
-from .mcp._limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
-from .mcp._lock import LockedServer, learned_of, locked_server_config, read_lock
-from .mcp._policies import Policies
-from .mcp._runner import Stateless
-from .mcp._tool import build_tool
+from .mcp._calls.limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
+from .mcp._calls.runner import Stateless
+from .mcp._lists.from_lock import locked_server
+from .mcp._lists.policies import Policies
+from .mcp._lists.tool import build_tool
+from .mcp._lockfile import LockedServer, learned_of, read_lock
 from .schema._names import class_name, field_names
 from .tools import AgentTool, AgentToolResult
 
@@ -92,9 +93,7 @@ class GeneratedClient:
         if key not in self._tools:
             timeouts = Timeouts.from_options(30.0, SAME_AS_TIMEOUT, DEFAULT_MAX_DURATION)
             if server is None:  # the locked server: what the lock learned of its protocol is adopted
-                runner = Stateless(
-                    locked_server_config(entry), timeouts, learned=learned_of(entry), owned=False
-                )
+                runner = Stateless(locked_server(entry), timeouts, learned=learned_of(entry), owned=False)
             else:
                 runner = Stateless(server, timeouts, owned=False)
             spec = entry.tools[tool_name]["definition"]

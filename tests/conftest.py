@@ -23,7 +23,7 @@ import httpx2
 import pytest
 
 from cubepi.mcp import ToolChanges
-from cubepi.mcp._keeper import IDLE_GRACE
+from cubepi.mcp._calls.ownership import IDLE_GRACE
 from cubepi.tools import ToolUpdate
 
 TESTS = Path(__file__).parent

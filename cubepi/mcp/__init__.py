@@ -1,7 +1,7 @@
 """MCP servers as typed tools: loaders over stdio, Streamable HTTP and SSE, and the pieces they use.
 
 ```python
-from cubepi.mcp import load_mcp_tools_stdio
+from . import load_mcp_tools_stdio
 
 tools = await load_mcp_tools_stdio("npx", ["-y", "@modelcontextprotocol/server-filesystem", "./sandbox"])
 result = await tools[0].execute({"path": "./sandbox"})
@@ -11,15 +11,16 @@ tools = await load_mcp_tools_stdio("npx", [...], lock="cubepi.lock")  # pinned d
 tools = await load_mcp_tools_from_lock("cubepi.lock")   # built from the lockfile alone, no listing
 ```
 
-The map (docs/architecture.md has it in full): `_loader` lists a server once and builds `AgentTool`s
-whose `run` is `_tool.MCPRun` (the list's policies, applied in one place) over one runner per list
-(`_runner.Stateless`, or a connection's). A call opens a session (`_session.Opening`: the transport of
-`_stdio` or `_http`, the era of `_protocol`) and sends its request (`_session.call_tool`, bounded by
-`_limits.Deadline`). Resources, prompts and instructions (`_offers`) go the same way. Sessions whose
-end matters are leased (`_keeper.Lease`), owned by the list's keeper
-in each event loop (`_keeper.Keeper`); `_shared.Shared` is what the calls of one list share.
-Who a call is for (`_context.call_context`: headers, auth, ``_meta``, values) is read where the call
-starts and handed to that call's own session; `_hidden` takes `hidden_arguments` out of the schema.
+The map (docs/architecture.md has it in full): `_lists.loaders` lists a server once and builds `AgentTool`s
+whose `run` is `_lists.tool.MCPRun` (the list's policies, applied in one place) over one runner per list
+(`_calls.runner.Stateless`, or a connection's). A call opens a session (`_calls.session.Opening`: the
+transport of `_transports.stdio` or `_transports.http`, the era of `_calls.protocol`) and sends its request
+(`_calls.session.call_tool`, bounded by `_calls.limits.Deadline`). Resources, prompts and instructions
+(`_lists.offers`) go the same way. Sessions whose end matters are leased (`_calls.ownership.Lease`), owned by
+the list's keeper in each event loop (`_calls.ownership.Keeper`); `_calls.shared_state.Shared` is what the
+calls of one list share. Who a call is for (`_context.call_context`: headers, auth, ``_meta``, values) is read
+where the call starts and handed to that call's own session; `_lists.hidden_arguments` takes
+`hidden_arguments` out of the schema.
 
 Importing this package does not import the `mcp` SDK; the first connection does, and a missing extra
 raises `UserError` naming ``pip install "cubepi[mcp]"``.
@@ -28,18 +29,18 @@ raises `UserError` naming ``pip install "cubepi[mcp]"``.
 from __future__ import annotations
 
 from ..errors import MCPError, MCPTimeoutError, ServerSkippedWarning
-from ._config import load_mcp_tools_from_config
 from ._connection import MCPConnection, ToolsChangedCallback
 from ._content import render_mcp_content
 from ._context import CallContext, call_context, current_call_context
-from ._loader import load_mcp_tools, load_mcp_tools_http, load_mcp_tools_stdio
-from ._lock import DriftWarning
-from ._offers import PromptMessage, instructions_prompt
-from ._output import output_model
-from ._pinned import load_mcp_tools_from_lock
+from ._lists.from_config import load_mcp_tools_from_config
+from ._lists.from_lock import load_mcp_tools_from_lock
+from ._lists.loaders import load_mcp_tools, load_mcp_tools_http, load_mcp_tools_stdio
+from ._lists.offers import PromptMessage, instructions_prompt
+from ._lists.output_schema import output_model
+from ._lists.tool import make_mcp_agent_tool
+from ._lists.toollist import MCPToolList, ToolChanges
+from ._lockfile import DriftWarning
 from ._servers import ENV_PASSTHROUGH, HttpServer, StdioServer
-from ._tool import make_mcp_agent_tool
-from ._toollist import MCPToolList, ToolChanges
 
 __all__ = [
     "ENV_PASSTHROUGH",

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from ..errors import UserError
-from ._servers import HttpServer, HttpTransport, StdioServer
+from ._configs import HttpTransport
+from ._servers import HttpServer, StdioServer
 
 __all__ = ["ConfigSource", "ConfiguredServer", "read_mcp_config"]
 

@@ -7,10 +7,11 @@ async with StdioServer("uvx", ["mcp-server-git"]).connect() as conn:
 # the session and its process are gone here; calling one of the tools raises UserError
 ```
 
-Ownership: the connection's ``async with`` block holds a task group. Its session is a `Lease` (`_keeper`)
-whose owner is a child of that group: opened at the block's start, reopened (``auto_reconnect=True``)
-and closed at its end, shielded, so the server gets a full shutdown even when the block is cancelled.
-Calls from any task of that event loop borrow the session (JSON-RPC multiplexes concurrent requests).
+Ownership: the connection's ``async with`` block holds a task group. Its session is a `Lease`
+(`_calls.ownership`) whose owner is a child of that group: opened at the block's start, reopened
+(``auto_reconnect=True``) and closed at its end, shielded, so the server gets a full shutdown even when the
+block is cancelled. Calls from any task of that event loop borrow the session (JSON-RPC multiplexes concurrent
+requests).
 
 Lists loaded from a connection follow the server's tool list: when the server says it changed
 (``notifications/tools/list_changed`` on a handshake-era session; a ``subscriptions/listen`` stream on a
@@ -30,18 +31,17 @@ import anyio.abc
 import anyio.lowlevel
 
 from ..errors import MCPError, MCPTimeoutError, UserError
-from . import _errors
-from ._errors import Attempt
-from ._follow import Follower, ToolsChangedCallback
-from ._input import with_defaults
-from ._keeper import Lease
-from ._limits import DEFAULT_TIMEOUT, SAME_AS_TIMEOUT, Timeouts
-from ._offers import PromptMessage, ServerOffers
-from ._protocol import Learned
-from ._runner import Runner
+from ._calls.elicitation import with_defaults
+from ._calls.limits import DEFAULT_TIMEOUT, SAME_AS_TIMEOUT, Timeouts
+from ._calls.ownership import Lease
+from ._calls.protocol import Learned
+from ._calls.runner import Runner
+from ._calls.session import Opening, Session
+from ._errors import Attempt, is_lost, reraise, root_cause
+from ._lists.following import Follower, ToolsChangedCallback
+from ._lists.offers import PromptMessage, ServerOffers
+from ._lists.toollist import MCPToolList
 from ._sdk import ensure_sdk
-from ._session import Opening, Session
-from ._toollist import MCPToolList
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -51,8 +51,8 @@ if TYPE_CHECKING:
     from mcp.types import LoggingLevel
 
     from ..tools import Content
-    from ._lister import Lister
-    from ._servers import Server
+    from ._configs import ServerConfig
+    from ._lists.building import Lister
 
 __all__ = ["DetachedConnection", "MCPConnection", "ToolsChangedCallback"]
 
@@ -70,7 +70,7 @@ class MCPConnection:
 
     def __init__(
         self,
-        server: Server,
+        server: ServerConfig,
         *,
         timeout: float | None = DEFAULT_TIMEOUT,
         startup_timeout: float | None = SAME_AS_TIMEOUT,
@@ -106,8 +106,8 @@ class MCPConnection:
         self._follower = Follower(server.describe(), on_tools_changed)
         self._learned = Learned()
         self._state = "new"  # -> "open" -> "closed"
-        self._lease: Lease | None = None
-        self._opening: Lease | None = None  # a session still starting (the block's end interrupts it)
+        self._lease: Lease[Session] | None = None
+        self._opening: Lease[Session] | None = None  # still starting: the block end interrupts it
         self._watching: anyio.CancelScope | None = None  # the current session's listen stream
         self._failure: BaseException | None = None  # why the last (re)open failed
         self._generation = 0  # bumped by every successful open
@@ -146,7 +146,7 @@ class MCPConnection:
             with anyio.CancelScope(shield=True):
                 await self._open()
             if self._failure is not None:
-                _errors.reraise(self._failure)
+                reraise(self._failure)
             if self._follower.followed.is_set():
                 await self._follower.until_listening(self.timeouts.list)
         except BaseException:
@@ -182,7 +182,7 @@ class MCPConnection:
         Nothing opens once the block has ended (a reopen can outlast it)."""
         if self._group is None:
             return
-        from ._stdio import launch_parameters
+        from ._transports.stdio import launch_parameters
 
         launch = launch_parameters(self.server) if self.server.kind == "stdio" else None
         lease = Opening(
@@ -236,7 +236,7 @@ class MCPConnection:
                 "tools with `await tool.execute(...)` in that loop (not execute_sync or another thread)"
             )
 
-    async def _current(self) -> tuple[Lease, int]:
+    async def _current(self) -> tuple[Lease[Session], int]:
         self._check_usable()
         lease = self._lease
         if lease is None:
@@ -245,7 +245,7 @@ class MCPConnection:
             return await self._reopen(self._generation)
         return lease, self._generation
 
-    async def _reopen(self, seen: int) -> tuple[Lease, int]:
+    async def _reopen(self, seen: int) -> tuple[Lease[Session], int]:
         """Reopen the session unless someone already did since generation `seen`; raise if it fails."""
         async with self._reopen_lock:
             self._check_usable()
@@ -293,7 +293,7 @@ class MCPConnection:
 
     async def _run_on(
         self,
-        lease: Lease,
+        lease: Lease[Session],
         work: Callable[..., Awaitable[Any]],
         args: tuple[Any, ...],
         view: Any,
@@ -306,13 +306,13 @@ class MCPConnection:
                 raise MCPError(f"the connection to {self.describe()} was lost", server=self.describe())
             return await work(view(session, attempt), *args)
         except Exception as exc:
-            lost = _errors.is_lost(_errors.root_cause(exc))
+            lost = is_lost(root_cause(exc))
             hint = "the connection was lost" if lost else None
-            if not self.auto_reconnect and not isinstance(_errors.root_cause(exc), (MCPError, UserError)):
+            if not self.auto_reconnect and not isinstance(root_cause(exc), (MCPError, UserError)):
                 advice = "connect(auto_reconnect=True) reopens a dead connection"
                 hint = f"{hint}; {advice}" if hint else advice
             attempt.note = hint
-            _errors.reraise(await attempt.error(exc, self.describe()))
+            reraise(await attempt.error(exc, self.describe()))
 
     # -- what the server offers besides tools (docs/resources-prompts-instructions.md) ---------------------
 

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..errors import CubepiError, MCPError, MCPTimeoutError
-from ._limits import Phase, ResponseTooLarge, sse_limit_hit
+from ._calls.limits import Phase, ResponseTooLarge, sse_limit_hit
 from ._redact import redact
 
 if TYPE_CHECKING:
-    from ._stdio import StdioProcess
+    from ._transports.base import ServerProcess
 
 __all__ = ["SDK_WORDING", "Attempt", "is_cancellation", "leaves", "reraise", "root_cause", "translate"]
 
@@ -111,7 +111,7 @@ class Attempt:
     tool_name: str | None = None
     phase: Phase = "startup"
     note: str | None = None  # context, e.g. how the Streamable HTTP attempt failed before SSE
-    process: StdioProcess | None = None  # a stdio server's process: its stderr tail and exit code
+    process: ServerProcess | None = None  # a stdio server's process: its stderr tail and exit code
     secrets: tuple[str, ...] = ()
     http_status: int | None = None  # the last HTTP error (or redirect) status of the MCP endpoint
     http_reason: str = ""

@@ -19,7 +19,7 @@ from conftest import HttpFaults
 
 from cubepi import AgentTool
 from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http, make_mcp_agent_tool
-from cubepi.mcp._keeper import IDLE_GRACE
+from cubepi.mcp._calls.ownership import IDLE_GRACE
 
 from .conftest import Leaks, stdio_server
 

@@ -15,7 +15,7 @@ from conftest import HttpFaults, free_port
 
 from cubepi import MCPError, MCPTimeoutError
 from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http, make_mcp_agent_tool
-from cubepi.mcp._http import HTTP_CLOSE_GRACE
+from cubepi.mcp._transports.http import HTTP_CLOSE_GRACE
 
 from .conftest import Leaks, assert_timeout_message
 

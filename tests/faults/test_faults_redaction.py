@@ -13,7 +13,7 @@ from conftest import HttpFaults
 from cubepi import MCPError
 from cubepi.mcp import HttpServer, load_mcp_tools
 from cubepi.mcp._redact import MASK
-from cubepi.mcp._stdio import STDERR_LIMIT as DEFAULT_LIMIT
+from cubepi.mcp._transports.stdio import STDERR_LIMIT as DEFAULT_LIMIT
 
 from .conftest import Leaks, stdio_server
 

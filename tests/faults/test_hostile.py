@@ -29,8 +29,8 @@ from cubepi.mcp import (
     load_mcp_tools_stdio,
     make_mcp_agent_tool,
 )
-from cubepi.mcp._http import HTTP_CLOSE_GRACE
-from cubepi.mcp._limits import DEFAULT_MAX_RESPONSE_BYTES
+from cubepi.mcp._calls.limits import DEFAULT_MAX_RESPONSE_BYTES
+from cubepi.mcp._transports.http import HTTP_CLOSE_GRACE
 
 from .conftest import Leaks
 
@@ -230,7 +230,7 @@ async def test_progress_for_ever_ends_at_max_duration(transport: str, era: str, 
 
 def test_max_duration_defaults_to_ten_minutes_everywhere() -> None:
     from cubepi.mcp import load_mcp_tools_from_config
-    from cubepi.mcp._limits import Timeouts
+    from cubepi.mcp._calls.limits import Timeouts
 
     for function in (load_mcp_tools, load_mcp_tools_stdio, load_mcp_tools_http, make_mcp_agent_tool):
         assert inspect.signature(function).parameters["max_duration"].default == 600, function

@@ -15,9 +15,9 @@ from conftest import LeakChecker, RunningServer, free_port, plain_http_server
 
 from cubepi import ImageContent, MCPError, MCPTimeoutError, TextContent, ToolUpdate
 from cubepi.mcp import HttpServer, load_mcp_tools, load_mcp_tools_http, make_mcp_agent_tool
-from cubepi.mcp._limits import Timeouts
-from cubepi.mcp._listing import list_tools
-from cubepi.mcp._runner import Stateless
+from cubepi.mcp._calls.limits import Timeouts
+from cubepi.mcp._calls.listings import list_tools
+from cubepi.mcp._calls.runner import Stateless
 
 
 @pytest.fixture(params=["streamable-http", "sse"])

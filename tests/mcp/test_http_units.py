@@ -1,7 +1,7 @@
-"""`_http`: what cubepi adds to the SDK's HTTP client, against real endpoints. The headers of a callable
-(sync, async, or none) and a call context's auth reach the server; the credentials a request carries (static
-headers, resolved ones, what an `auth` sets) never show in an error or in the HTTP stack's log lines, which
-are kept; a client closes the connections no request uses."""
+"""`_transports.http`: what cubepi adds to the SDK's HTTP client, against real endpoints. The headers of a
+callable (sync, async, or none) and a call context's auth reach the server; the credentials a request carries
+(static headers, resolved ones, what an `auth` sets) never show in an error or in the HTTP stack's log lines,
+which are kept; a client closes the connections no request uses."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from conftest import PYTHON, SERVERS, Bearer, RunningServer, StartServer, plain_
 
 from cubepi import MCPError
 from cubepi.mcp import HttpServer, call_context, load_mcp_tools
-from cubepi.mcp._http import http_client
+from cubepi.mcp._transports.http import http_client
 
 SECRET = "tok-5f1e9a7c2b84d6e03a91"
 

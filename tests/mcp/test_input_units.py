@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from mcp import types
 
-from cubepi.mcp._input import missing_input_hint, with_defaults
+from cubepi.mcp._calls.elicitation import missing_input_hint, with_defaults
 
 MISSING_CAPABILITY = -32021  # the server needed a client capability the client did not declare
 

@@ -1,6 +1,6 @@
-"""`_keeper` one behaviour at a time: a `Lease` (borrowed, cancelled, failed, interrupted while starting,
-an HTTP one interrupted within its grace or past it), the keeper's idle grace counted on a clock that
-moves only when the test says so, and when a loop that did not load a list gets a spare.
+"""`_calls.ownership` one behaviour at a time: a `Lease` (borrowed, cancelled, failed, interrupted while
+starting, an HTTP one interrupted within its grace or past it), the keeper's idle grace counted on a clock
+that moves only when the test says so, and when a loop that did not load a list gets a spare.
 
 Leases open real sessions (`Opening`) to the servers in tests/servers; no keeper owns them here but the
 test's own task group.
@@ -18,12 +18,14 @@ import anyio.abc
 import pytest
 from conftest import PYTHON, SERVERS, LeakChecker, RunningServer
 
-from cubepi.mcp import HttpServer, MCPTimeoutError, StdioServer, _errors, _http, _keeper, load_mcp_tools
-from cubepi.mcp._keeper import Keeper, Lease
-from cubepi.mcp._limits import Timeouts
-from cubepi.mcp._protocol import Learned
-from cubepi.mcp._session import Interrupted, Opening, Session
-from cubepi.mcp._stdio import launch_parameters
+from cubepi.mcp import HttpServer, MCPTimeoutError, StdioServer, _errors, load_mcp_tools
+from cubepi.mcp._calls import ownership as _keeper
+from cubepi.mcp._calls.limits import Timeouts
+from cubepi.mcp._calls.ownership import Keeper, Lease
+from cubepi.mcp._calls.protocol import Learned
+from cubepi.mcp._calls.session import Interrupted, Opening, Session
+from cubepi.mcp._transports import http as _http
+from cubepi.mcp._transports.stdio import launch_parameters
 
 ANNOTATED = SERVERS / "annotated.py"
 CRASHER = SERVERS / "crasher.py"

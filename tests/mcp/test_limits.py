@@ -16,12 +16,12 @@ from mcp.shared.exceptions import MCPError as SdkError
 
 from cubepi import UserError
 from cubepi.mcp import HttpServer
-from cubepi.mcp import _http as http_module
+from cubepi.mcp._calls.limits import ResponseTooLarge, check_response_bytes, sse_limit_hit
 from cubepi.mcp._errors import describe_failure
-from cubepi.mcp._http import _bounded_type, _client_type
-from cubepi.mcp._limits import ResponseTooLarge, check_response_bytes, sse_limit_hit
-from cubepi.mcp._stdio import StdioProcess, tracking
-from cubepi.mcp._stdio_stdout import _LineAligned
+from cubepi.mcp._transports import http as http_module
+from cubepi.mcp._transports.http import _bounded_type, _client_type
+from cubepi.mcp._transports.stdio import StdioProcess, tracking
+from cubepi.mcp._transports.stdio_stdout import _LineAligned
 
 
 class Chunks(ByteReceiveStream):
@@ -234,7 +234,7 @@ async def test_a_body_past_the_limit_is_closed_not_left_holding_its_connection()
 
 
 def test_the_client_keeps_the_server_limit() -> None:
-    from cubepi.mcp._http import http_client
+    from cubepi.mcp._transports.http import http_client
 
     client = http_client(HttpServer("http://127.0.0.1:9/mcp", max_response_bytes=123))
     assert isinstance(client, _client_type()) and client._limit == 123
@@ -296,21 +296,21 @@ async def test_a_tracked_process_passes_signals_on(stop: str) -> None:
 
 
 def test_the_defaults_say_what_they_are() -> None:
-    from cubepi.mcp._limits import DEFAULT_MAX_RESPONSE_BYTES, SAME_AS_SERVER
+    from cubepi.mcp._calls.limits import DEFAULT_MAX_RESPONSE_BYTES, SAME_AS_SERVER
 
     assert DEFAULT_MAX_RESPONSE_BYTES == 64 * 1024 * 1024
     assert repr(SAME_AS_SERVER) == "SAME_AS_SERVER"
 
 
 async def test_a_probe_cancelled_before_its_first_step_is_closed_not_left_unawaited() -> None:
-    """The start-up probe starts from a loop timer (`_limits._Later`); when the loop ends (its tasks are
+    """The start-up probe starts from a loop timer (`_calls.limits._Later`); when the loop ends (its tasks are
     cancelled natively) right after the timer fired, the probe's task is cancelled before it ran, and its
     coroutine is closed as the block ends, not left for the garbage collector to warn about ("coroutine ...
     was never awaited")."""
     import asyncio
     import inspect
 
-    from cubepi.mcp._limits import _Later
+    from cubepi.mcp._calls.limits import _Later
 
     ran = anyio.Event()
 
@@ -332,7 +332,7 @@ async def test_a_probe_cancelled_before_its_first_step_is_closed_not_left_unawai
 
 
 async def test_a_probe_that_ran_is_left_as_it_finished() -> None:
-    from cubepi.mcp._limits import _Later
+    from cubepi.mcp._calls.limits import _Later
 
     ran = anyio.Event()
 

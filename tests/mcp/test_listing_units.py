@@ -1,4 +1,4 @@
-"""A session's listing (cubepi/mcp/_listing.py), asked of real stdio servers through a list's runner: the
+"""A session's listing (mcp/_calls/listings.py), asked of real stdio servers through a list's runner: the
 pages followed in order, the shortest ``ttlMs`` (2026-07-28 only), the nameless and repeated tools skipped
 with a warning, a repeated cursor, a failure or timeout named as the listing's, and no SDK import until a
 listing runs."""
@@ -16,9 +16,9 @@ from conftest import PYTHON, SERVERS, LeakChecker
 
 from cubepi import MCPError, MCPTimeoutError
 from cubepi.mcp import StdioServer
-from cubepi.mcp._limits import Timeouts
-from cubepi.mcp._listing import list_pages, list_tools
-from cubepi.mcp._runner import Stateless
+from cubepi.mcp._calls.limits import Timeouts
+from cubepi.mcp._calls.listings import list_pages, list_tools
+from cubepi.mcp._calls.runner import Stateless
 
 STDIO_FAULTS = Path(__file__).parents[1] / "faults" / "servers" / "stdio_faults.py"
 ERAS = ["auto", "legacy"]
@@ -118,7 +118,7 @@ def test_the_listing_module_imports_without_the_sdk() -> None:
         """
         import sys
         sys.modules["mcp"] = None  # as if the extra were not installed
-        from cubepi.mcp._listing import list_pages, list_tools
+        from cubepi.mcp._calls.listings import list_pages, list_tools
         print(list_tools.__name__, list_pages.__name__)
         """
     )

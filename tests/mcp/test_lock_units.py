@@ -12,7 +12,9 @@ from mcp import types
 
 from cubepi.errors import UserError
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools_from_lock
-from cubepi.mcp._lock import (
+from cubepi.mcp._calls.protocol import Learned, Protocol
+from cubepi.mcp._lists.from_lock import locked_server
+from cubepi.mcp._lockfile import (
     FORMAT,
     LockedServer,
     compare,
@@ -20,12 +22,10 @@ from cubepi.mcp._lock import (
     definition_hash,
     dumps,
     learned_of,
-    locked_server_config,
     matching,
     read_lock,
     server_entry,
 )
-from cubepi.mcp._protocol import Learned, Protocol
 
 TOOL = {"name": "add", "description": "Add.", "inputSchema": {"type": "object"}}
 
@@ -53,7 +53,7 @@ def test_a_stdio_config_keeps_its_shape_and_no_secret(
         "protocol": "2026-07-28",
     }
     monkeypatch.setenv("API_KEY", "from-env")
-    back = locked_server_config(entry)
+    back = locked_server(entry)
     assert isinstance(back, StdioServer)
     assert (back.command, list(back.args), dict(back.env or {}), back.inherit_env, back.protocol) == (
         "python",
@@ -64,7 +64,7 @@ def test_a_stdio_config_keeps_its_shape_and_no_secret(
     )
     plain = entry_of("p", StdioServer("python", ["s.py"]))
     assert plain.config == {"type": "stdio", "command": "python", "args": ["s.py"]}
-    assert locked_server_config(plain).inherit_env is False  # type: ignore[union-attr]
+    assert locked_server(plain).inherit_env is False  # type: ignore[union-attr]
 
 
 def test_an_http_config_drops_credentials_query_and_header_values(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,7 +83,7 @@ def test_an_http_config_drops_credentials_query_and_header_values(monkeypatch: p
         "headers": {"X-Api-Key": "${X_API_KEY}"},
     }
     monkeypatch.setenv("X_API_KEY", "k3y")
-    back = locked_server_config(entry)
+    back = locked_server(entry)
     assert isinstance(back, HttpServer)
     assert (back.url, dict(back.headers or {}), back.transport) == (  # type: ignore[arg-type]
         "https://[::1]:8443/mcp",
@@ -92,18 +92,18 @@ def test_an_http_config_drops_credentials_query_and_header_values(monkeypatch: p
     )
     bare = entry_of("b", HttpServer("http://127.0.0.1/mcp"))
     assert bare.config == {"type": "http", "url": "http://127.0.0.1/mcp", "transport": "auto"}
-    assert locked_server_config(bare).headers is None  # type: ignore[union-attr]
+    assert locked_server(bare).headers is None  # type: ignore[union-attr]
 
 
 def test_a_reference_missing_from_the_environment_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NOT_SET_HERE", raising=False)
     entry = LockedServer("x", {"type": "stdio", "command": "c", "env": {"A": "${NOT_SET_HERE}"}}, None, {})
     with pytest.raises(UserError, match=r"env 'A' is \$\{NOT_SET_HERE\} in the lockfile.*NOT_SET_HERE"):
-        locked_server_config(entry)
+        locked_server(entry)
     literal = LockedServer("x", {"type": "stdio", "command": "c", "env": {"A": "plain"}}, None, {})
-    assert dict(locked_server_config(literal).env or {}) == {"A": "plain"}  # type: ignore[union-attr]
+    assert dict(locked_server(literal).env or {}) == {"A": "plain"}  # type: ignore[union-attr]
     with pytest.raises(UserError, match="server 'x' of the lockfile has a malformed config"):
-        locked_server_config(LockedServer("x", {"type": "http"}, None, {}))
+        locked_server(LockedServer("x", {"type": "http"}, None, {}))
 
 
 def test_matching_takes_the_same_server_else_the_only_one() -> None:

@@ -10,7 +10,7 @@ import pickle
 import pytest
 from mcp import types
 
-from cubepi.mcp._logs import server_logs
+from cubepi.mcp._calls.server_logs import server_logs
 
 ORIGIN = "stdio server `python demo.py`"
 

@@ -332,7 +332,7 @@ async def test_bad_arguments_are_user_errors() -> None:
         with pytest.raises(UserError, match=rf"call_context\({option}=...\) takes a dict with string keys"):
             call_context(**{option: {1: "x"}})
     with pytest.raises(UserError, match="hidden_arguments"):
-        from cubepi.mcp._policies import Policies
+        from cubepi.mcp._lists.policies import Policies
 
         Policies.create(hidden_arguments=["user_id"])  # type: ignore[arg-type]
     nowhere = StdioServer("/nonexistent/server")  # checked before any server is started
@@ -405,7 +405,7 @@ async def test_a_connections_calls_get_meta_and_values(whoami_http: RunningServe
 
 
 def test_hide_takes_only_the_parameters_a_schema_has() -> None:
-    from cubepi.mcp._hidden import hide
+    from cubepi.mcp._lists.hidden_arguments import hide
 
     schema = {"type": "object", "properties": {"a": {}, "user_id": {}}, "required": ["user_id"]}
     assert hide(schema, None) == (schema, frozenset()) and hide(schema, None)[0] is schema

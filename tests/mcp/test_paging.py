@@ -222,7 +222,7 @@ async def test_config_servers_each_page_with_their_prefix() -> None:
 
 
 def test_policies_with_paging_compare_without_their_store() -> None:
-    from cubepi.mcp._policies import Policies
+    from cubepi.mcp._lists.policies import Policies
 
     one, two = (Policies.create(max_output_chars=5, page_results=True) for _ in range(2))
     assert one == two and one.pages is not two.pages
@@ -272,7 +272,7 @@ async def test_a_listed_read_more_is_left_to_the_server(
 
 
 def test_a_list_keeps_exactly_its_bound_and_references_count_from_one() -> None:
-    from cubepi.mcp._policies import Policies
+    from cubepi.mcp._lists.policies import Policies
 
     policies = Policies.create(max_output_chars=2, page_results=10)
     store = policies.pages
@@ -299,7 +299,7 @@ def test_a_list_keeps_exactly_its_bound_and_references_count_from_one() -> None:
 
 
 def test_each_list_pickles_to_its_own_store() -> None:
-    from cubepi.mcp._policies import Policies
+    from cubepi.mcp._lists.policies import Policies
 
     one, two = (Policies.create(max_output_chars=5, page_results=100) for _ in range(2))
     assert pickle.loads(pickle.dumps(one)).pages is one.pages

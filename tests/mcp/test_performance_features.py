@@ -30,12 +30,12 @@ from cubepi.mcp import (
     HttpServer,
     MCPToolList,
     StdioServer,
-    _http,
-    _tool,
     load_mcp_tools,
     load_mcp_tools_http,
     load_mcp_tools_stdio,
 )
+from cubepi.mcp._lists import tool as _tool
+from cubepi.mcp._transports import http as _http
 
 ERAS = ["auto", "legacy"]  # kitchen answers server/discover (2026-07-28); "legacy" forces the handshake
 
@@ -138,7 +138,7 @@ def ended(exchanges: list[Exchange]) -> dict[str, int]:
 
 @pytest.fixture
 def http_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[HttpLog]:
-    """Watch every HTTP client the MCP sessions build (`cubepi.mcp._http.http_client`)."""
+    """Watch every HTTP client the MCP sessions build (`cubepi.mcp._transports.http.http_client`)."""
     log = HttpLog()
     real = _http.http_client
 
@@ -322,7 +322,7 @@ async def test_a_warm_connection_is_kept_a_grace_after_the_last_call_not_the_fir
 ) -> None:
     # Calls closer together than the grace keep one connection however long they go on: the closer counts
     # from the last call's end (calls back to back do not wake it), then closes it.
-    from cubepi.mcp import _keeper
+    from cubepi.mcp._calls import ownership as _keeper
 
     monkeypatch.setattr(_keeper, "IDLE_GRACE", 4.0)
     tools = await load_mcp_tools_http(kitchen_http.url, transport="streamable-http")
@@ -399,7 +399,8 @@ def test_an_unclosed_http_list_is_harmless_at_exit(protocol: str, kitchen_http: 
             f"""
         import asyncio
         import json
-        from cubepi.mcp import _http, load_mcp_tools_http
+        from cubepi.mcp import load_mcp_tools_http
+        from cubepi.mcp._transports import http as _http
 
         make = _http.http_client
 

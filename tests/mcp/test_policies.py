@@ -23,10 +23,10 @@ from cubepi.mcp import (
     load_mcp_tools_http,
     load_mcp_tools_stdio,
 )
-from cubepi.mcp._limits import Timeouts
-from cubepi.mcp._lister import Lister
-from cubepi.mcp._policies import Policies, is_destructive, is_retry_safe
-from cubepi.mcp._runner import Stateless
+from cubepi.mcp._calls.limits import Timeouts
+from cubepi.mcp._calls.runner import Stateless
+from cubepi.mcp._lists.building import Lister
+from cubepi.mcp._lists.policies import Policies, is_destructive, is_retry_safe
 from cubepi.tools import ensure_unique_names
 
 ANNOTATED = SERVERS / "annotated.py"

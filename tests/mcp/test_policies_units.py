@@ -15,10 +15,12 @@ import pytest
 from mcp import types
 
 from cubepi import AgentToolResult, ImageContent, MCPError, MCPTimeoutError, TextContent, UserError
-from cubepi.mcp import _policies, _runner, _tool
-from cubepi.mcp._lister import Lister
-from cubepi.mcp._policies import Policies
-from cubepi.mcp._shared import Shared
+from cubepi.mcp._calls import runner as _runner
+from cubepi.mcp._calls.shared_state import Shared
+from cubepi.mcp._lists import policies as _policies
+from cubepi.mcp._lists import tool as _tool
+from cubepi.mcp._lists.building import Lister
+from cubepi.mcp._lists.policies import Policies
 
 OK = {"content": [{"type": "text", "text": "ok"}]}
 
@@ -492,7 +494,7 @@ def test_policies_need_no_sdk_to_import_and_check() -> None:
         """
         import sys
         sys.modules["mcp"] = None  # as if the extra were not installed
-        from cubepi.mcp._policies import Policies
+        from cubepi.mcp._lists.policies import Policies
         policies = Policies.create(prefix="p", include=["a"], max_output_chars=3)
         print([name for name, _ in policies.select([{"name": "a"}, {"name": "b"}], "a server")])
         """

@@ -1,5 +1,5 @@
-"""`_protocol`: which protocol settings are accepted, what a learned protocol says (tasks, one request, the
-tools whose calls need their definition), and how a session starts, against a scripted HTTP endpoint that
+"""`_calls.protocol`: which protocol settings are accepted, what a learned protocol says (tasks, one request,
+the tools whose calls need their definition), and how a session starts, against a scripted HTTP endpoint that
 answers each JSON-RPC method as a test says (refused probes, a stale status, a handshake-era server)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 from cubepi import MCPError, UserError
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
-from cubepi.mcp._protocol import TASKS_EXTENSION, Learned, Protocol, needs_definition
+from cubepi.mcp._calls.protocol import TASKS_EXTENSION, Learned, Protocol, needs_definition
 
 MODERN = MODERN_PROTOCOL_VERSIONS[-1]
 HANDSHAKE = HANDSHAKE_PROTOCOL_VERSIONS[-1]

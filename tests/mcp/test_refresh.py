@@ -13,7 +13,7 @@ import anyio
 import pytest
 from conftest import PYTHON, SERVERS, LeakChecker, Recorder, StartServer
 
-import cubepi.mcp._http as opening
+import cubepi.mcp._transports.http as opening
 from cubepi.errors import UserError
 from cubepi.mcp import (
     HttpServer,
@@ -23,7 +23,7 @@ from cubepi.mcp import (
     load_mcp_tools,
     load_mcp_tools_from_config,
 )
-from cubepi.mcp._follow import LISTEN_RETRIES
+from cubepi.mcp._lists.following import LISTEN_RETRIES
 
 CHANGING = SERVERS / "changing.py"
 ERAS = {"2026-07-28": "auto", "handshake": "legacy"}
@@ -194,7 +194,7 @@ async def test_a_fresh_listing_is_reused_for_its_ttl_capped_at_a_day(
 ) -> None:
     import types
 
-    import cubepi.mcp._toollist as toollist
+    import cubepi.mcp._lists.toollist as toollist
 
     day = 24 * 60 * 60
     server = HttpServer(changing_http(TTL_MS=str(2 * day * 1000)))  # two days: a client keeps one at most

@@ -23,7 +23,7 @@ from cubepi.mcp import (
     load_mcp_tools,
     load_mcp_tools_from_config,
 )
-from cubepi.mcp._offers import expand, template_schema, template_tool_name
+from cubepi.mcp._lists.offers import expand, template_schema, template_tool_name
 
 OFFERS = SERVERS / "offers.py"
 ERAS = ["auto", "legacy"]  # offers.py answers server/discover (2026-07-28); "legacy" forces the handshake
@@ -328,8 +328,8 @@ async def test_refresh_keeps_the_tools_for_the_model_and_defer_takes_them() -> N
 def test_a_taken_name_is_left_to_the_server(caplog: pytest.LogCaptureFixture) -> None:
     from mcp import types
 
-    from cubepi.mcp._offers import offer_tools
-    from cubepi.mcp._policies import Policies
+    from cubepi.mcp._lists.offers import offer_tools
+    from cubepi.mcp._lists.policies import Policies
 
     class Runner:
         def describe(self) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import PYTHON, SERVERS, StartServer
 
-import cubepi.mcp._http as opening
+import cubepi.mcp._transports.http as opening
 from cubepi.mcp import load_mcp_tools_http
 
 HEADERS = SERVERS / "headers.py"

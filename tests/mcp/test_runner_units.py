@@ -1,4 +1,4 @@
-"""The runner of a loaded list (`Stateless`, cubepi/mcp/_runner.py): which session a call gets and what it
+"""The runner of a loaded list (`Stateless`, mcp/_calls/runner.py): which session a call gets and what it
 carries there (a lent or the list's own elicitation callback, per-call headers, the tasks extension, a
 waiting spare, which holds no way back to its list), a 2026-07-28 server that refuses that revision after
 load, the trio path without a keeper, and the error a failed call raises. Against tests/servers (kitchen,
@@ -19,10 +19,10 @@ from mcp import types
 from cubepi._calling import lending_elicitation
 from cubepi.errors import MCPError
 from cubepi.mcp import HttpServer, StdioServer, call_context, load_mcp_tools
-from cubepi.mcp._limits import Timeouts
-from cubepi.mcp._listing import list_tools
-from cubepi.mcp._protocol import Learned, Protocol
-from cubepi.mcp._runner import Stateless
+from cubepi.mcp._calls.limits import Timeouts
+from cubepi.mcp._calls.listings import list_tools
+from cubepi.mcp._calls.protocol import Learned, Protocol
+from cubepi.mcp._calls.runner import Stateless
 
 ANNOTATED = SERVERS / "annotated.py"
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"

@@ -3,8 +3,8 @@
 The `mcp` SDK reports some transport events only as text: a JSON-RPC error it makes up ("Connection
 closed", "Session terminated", an HTTP status turned into "Not Found", ...). cubepi tells those apart from
 errors a server chose to send by their exact (code, message) (`_errors.SDK_WORDING`, `SDK_PREFIXES`) and
-reads httpx2's SSE event bound from its message (`_limits.sse_limit_hit`). cubepi also calls a few private
-SDK names. Each test below makes the real SDK, over a real transport (a stdio process, a local HTTP
+reads httpx2's SSE event bound from its message (`_calls.limits.sse_limit_hit`). cubepi also calls a few
+private SDK names. Each test below makes the real SDK, over a real transport (a stdio process, a local HTTP
 server), produce one of these and checks it against cubepi's constant: a reworded or moved one fails the
 test named after it, instead of silently changing the errors cubepi reports.
 """
@@ -32,9 +32,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as SdkError
 from mcp_types.version import LATEST_MODERN_VERSION
 
+from cubepi.mcp._calls.limits import sse_limit_hit
 from cubepi.mcp._errors import SDK_PREFIXES, SDK_WORDING, is_connection_closed, is_transport_error
-from cubepi.mcp._limits import sse_limit_hit
-from cubepi.mcp._stdio import StdioProcess, tracking
+from cubepi.mcp._transports.stdio import StdioProcess, tracking
 
 LIMIT = 5.0  # no step here takes more than a fraction of a second
 EXITS_AT_ONCE = StdioServerParameters(command=sys.executable, args=["-c", "pass"])
@@ -219,8 +219,8 @@ async def test_sse_limit_wording_an_event_past_max_sse_event_size() -> None:
 async def test_private_create_platform_compatible_process_is_how_stdio_client_spawns(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """`_stdio._install` replaces the module attribute: `stdio_client` must look it up at each spawn and
-    get an anyio `Process` from it (cubepi wraps nothing else)."""
+    """`_transports.stdio._install` replaces the module attribute: `stdio_client` must look it up at each
+    spawn and get an anyio `Process` from it (cubepi wraps nothing else)."""
     current = sdk_stdio._create_platform_compatible_process
     assert inspect.iscoroutinefunction(current)
     spawned: list[object] = []
@@ -240,7 +240,7 @@ async def test_private_create_platform_compatible_process_is_how_stdio_client_sp
 @pytest.mark.skipif(sys.platform == "win32", reason="cubepi wraps the factory on POSIX only")
 async def test_private_create_platform_compatible_process_wrapper_sees_the_sdk_spawn() -> None:
     """cubepi's wrapper (`tracking` installs it) is reached by the SDK's own `stdio_client`, as
-    `_stdio.open_stdio` opens it."""
+    `_transports.stdio.open_stdio` opens it."""
     info = StdioProcess()
     info.start_reading()
     says_bye = StdioServerParameters(
@@ -258,8 +258,8 @@ async def test_private_create_platform_compatible_process_wrapper_sees_the_sdk_s
 
 
 async def test_private_absorb_tool_listing_makes_a_call_send_mcp_param_headers() -> None:
-    """`_session._learn`: a session handed a tool's definition (never listed) mirrors its ``x-mcp-header``
-    arguments into ``Mcp-Param-*`` headers."""
+    """`_sdk.absorb_tool_listing`: a session handed a tool's definition (never listed) mirrors its
+    ``x-mcp-header`` arguments into ``Mcp-Param-*`` headers."""
     tool = types.Tool(
         name="weather",
         input_schema={
@@ -295,8 +295,8 @@ async def test_private_absorb_tool_listing_makes_a_call_send_mcp_param_headers()
 
 
 async def test_private_negotiate_auto_falls_back_to_the_handshake() -> None:
-    """`_protocol.negotiate`: ``negotiate_auto(session)`` probes ``server/discover`` and, refused, shakes
-    hands."""
+    """`_calls.protocol.negotiate`: ``negotiate_auto(session)`` probes ``server/discover`` and, refused,
+    shakes hands."""
     assert list(inspect.signature(negotiate_auto).parameters) == ["session"]
 
     def reply(handler: Endpoint, message: dict[str, Any]) -> None:
@@ -315,8 +315,8 @@ async def test_private_negotiate_auto_falls_back_to_the_handshake() -> None:
 
 
 async def test_private_run_input_required_driver_dispatches_then_retries() -> None:
-    """`_session.call_tool`: ``run_input_required_driver(first, dispatch=, retry=, max_rounds=)`` answers
-    the input requests through `dispatch`, then retries with the answers and the request state."""
+    """`_calls.session.call_tool`: ``run_input_required_driver(first, dispatch=, retry=, max_rounds=)``
+    answers the input requests through `dispatch`, then retries with the answers and the request state."""
     parameters = inspect.signature(run_input_required_driver).parameters
     assert list(parameters) == ["first", "dispatch", "retry", "max_rounds"]
     assert all(parameters[name].kind is inspect.Parameter.KEYWORD_ONLY for name in ("dispatch", "retry"))
@@ -368,12 +368,12 @@ async def test_sse_message_prefix_an_event_that_does_not_parse() -> None:
 
 
 async def test_private_send_raw_sends_a_task_call_and_returns_the_task_unchecked() -> None:
-    """`_coretasks._send_raw`: ``ClientSession._stamp`` and ``_dispatcher.send_raw_request`` send a
+    """`_sdk.send_raw`: ``ClientSession._stamp`` and ``_dispatcher.send_raw_request`` send a
     ``tools/call`` with ``task`` (with the session's headers) and hand back the ``CreateTaskResult`` that
     ``send_request`` refuses as a 2025-11-25 ``CallToolResult``."""
     from pydantic import ValidationError
 
-    from cubepi.mcp._coretasks import call_as_task
+    from cubepi.mcp._calls.core_tasks import call_as_task
 
     task = {"taskId": "t1", "status": "working", "createdAt": "now", "lastUpdatedAt": "now", "ttl": None}
 

@@ -34,8 +34,8 @@ from cubepi.mcp import (
     make_mcp_agent_tool,
     output_model,
 )
-from cubepi.mcp._limits import SAME_AS_TIMEOUT
-from cubepi.mcp._stdio import StdioProcess
+from cubepi.mcp._calls.limits import SAME_AS_TIMEOUT
+from cubepi.mcp._transports.stdio import StdioProcess
 
 BEHAVIOUR = SERVERS / "behaviour.py"
 OUTPUT_SCHEMA = {
@@ -471,7 +471,7 @@ async def test_stderr_capture_is_bounded_and_split_into_lines() -> None:
 @pytest.mark.parametrize("first", [40_000, 65_536, 70_000])
 async def test_a_long_stderr_line_comes_in_64_kib_pieces_however_the_reads_fall(first: int) -> None:
     # A line's end may arrive in the read that takes it past 64 KiB: it still comes in 64 KiB pieces.
-    from cubepi.mcp._stdio import MAX_LINE
+    from cubepi.mcp._transports.stdio import MAX_LINE
 
     lines: list[str] = []
     capture = StdioProcess(on_line=lines.append)
@@ -485,7 +485,7 @@ async def test_a_long_stderr_line_comes_in_64_kib_pieces_however_the_reads_fall(
 
 
 def test_a_stderr_line_of_exactly_64_kib_is_one_line() -> None:
-    from cubepi.mcp._stdio import MAX_LINE
+    from cubepi.mcp._transports.stdio import MAX_LINE
 
     lines: list[str] = []
     capture = StdioProcess(on_line=lines.append)

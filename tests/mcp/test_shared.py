@@ -1,5 +1,5 @@
-"""What the calls of one list share (`_shared.Shared`): the spare's warm-up, its limits, its count, aclose
-across event loops, and what a pickled list's `Shared` becomes where it lands.
+"""What the calls of one list share (`_calls.shared_state.Shared`): the spare's warm-up, its limits, its
+count, aclose across event loops, and what a pickled list's `Shared` becomes where it lands.
 
 Real stdio servers (a small MCPServer script that logs every request it gets, per process); the only unit
 tests are of `Shared`'s pickling, which needs no server.
@@ -23,7 +23,7 @@ from conftest import PYTHON, LeakChecker, wait_until
 
 from cubepi import UserError
 from cubepi.mcp import MCPTimeoutError, StdioServer, load_mcp_tools
-from cubepi.mcp._shared import WARM_UP_TOOL, Shared
+from cubepi.mcp._calls.shared_state import WARM_UP_TOOL, Shared
 
 # A server that logs, per process, its start and every request (method, and a call's tool name). It lists a
 # tool named like the warm-up probe's first choice; `ON_PROBE` makes it refuse the probe with a protocol

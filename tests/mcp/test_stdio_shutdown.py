@@ -24,7 +24,7 @@ import pytest
 from conftest import PYTHON, SERVERS, LeakChecker, wait_until
 
 from cubepi.mcp import StdioServer, load_mcp_tools, make_mcp_agent_tool
-from cubepi.mcp._keeper import MAX_CLOSING
+from cubepi.mcp._calls.ownership import MAX_CLOSING
 
 SLOW_EXIT = SERVERS / "slow_exit.py"
 PID_TOOL = {"name": "pid", "inputSchema": {"type": "object", "properties": {}}}

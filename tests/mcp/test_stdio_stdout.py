@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 import pytest
 
-from cubepi.mcp import _stdio_stdout
-from cubepi.mcp._stdio_stdout import _EndsWithServer
+from cubepi.mcp._transports import stdio_stdout as _stdio_stdout
+from cubepi.mcp._transports.stdio_stdout import _EndsWithServer
 
 PYTHON = sys.executable
 # Exits once its stdin closes, leaving a child that holds its stdout open for a minute.

@@ -19,8 +19,8 @@ from mcp import types
 from cubepi.cli import main
 from cubepi.errors import MCPError, MCPTimeoutError, UserError
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
-from cubepi.mcp._tasks import CANCEL_LIMIT, POLL_CAP, POLL_DEFAULT, POLL_FLOOR, RETRY_PAUSE, poll_delay
-from cubepi.mcp._toollist import MCPToolList
+from cubepi.mcp._calls.tasks import CANCEL_LIMIT, POLL_CAP, POLL_DEFAULT, POLL_FLOOR, RETRY_PAUSE, poll_delay
+from cubepi.mcp._lists.toollist import MCPToolList
 from cubepi.tools import ToolUpdate
 
 pytest.importorskip("fastmcp_tasks")
@@ -400,13 +400,13 @@ async def test_a_2025_11_25_task_tool_on_a_list_refusing_tasks_says_why() -> Non
 
 
 def _state(**wire: Any) -> Any:
-    from cubepi.mcp._tasks import _models
+    from cubepi.mcp._calls.tasks import _models
 
     return _models().state.model_validate({"taskId": "t1", **wire}, by_name=False)
 
 
 def test_a_task_s_end_becomes_the_call_s_result() -> None:
-    from cubepi.mcp._tasks import _final
+    from cubepi.mcp._calls.tasks import _final
 
     done = _final(_state(status="completed", result={"content": [{"type": "text", "text": "ok"}]}))
     assert (done.is_error, done.content[0].text) == (False, "ok")
@@ -422,9 +422,9 @@ def test_a_task_s_end_becomes_the_call_s_result() -> None:
 
 
 def test_only_a_handshake_era_task_only_tool_gets_the_tasks_hint() -> None:
-    from cubepi.mcp._coretasks import task_hint as legacy_task_hint
-    from cubepi.mcp._coretasks import with_task_hint as with_legacy_task_hint
-    from cubepi.mcp._protocol import Protocol
+    from cubepi.mcp._calls.core_tasks import task_hint as legacy_task_hint
+    from cubepi.mcp._calls.core_tasks import with_task_hint as with_legacy_task_hint
+    from cubepi.mcp._calls.protocol import Protocol
 
     def tool(support: str | None) -> types.Tool:
         execution = types.ToolExecution(task_support=support) if support else None

@@ -18,7 +18,7 @@ from mcp import types
 
 from cubepi.errors import MCPError
 from cubepi.mcp import HttpServer, load_mcp_tools
-from cubepi.mcp._tasks import CANCEL_LIMIT
+from cubepi.mcp._calls.tasks import CANCEL_LIMIT
 
 pytest.importorskip("fastmcp_tasks")
 

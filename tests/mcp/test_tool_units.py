@@ -1,4 +1,4 @@
-"""One MCP tool definition as an `AgentTool` (`make_mcp_agent_tool`, cubepi/mcp/_tool.py): what a definition
+"""One MCP tool definition as an `AgentTool` (`make_mcp_agent_tool`, mcp/_lists/tool.py): what a definition
 must hold, what a missing or odd field becomes, that a tool which travelled (pickled) still checks its
 output against the `outputSchema`, and what a call sends of a hidden argument. Calls go to
 tests/servers/kitchen.py over stdio."""

@@ -12,7 +12,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from cubepi.mcp._output import OutputCheck
+from cubepi.mcp._lists.output_schema import OutputCheck
 from cubepi.schema import schema_to_model, to_arguments
 from cubepi.schema._names import field_names
 

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from ._limits import ResponseTooLarge
+from .._calls.limits import ResponseTooLarge
 
 __all__ = ["EXIT_POLL", "TrackedProcess"]
 

@@ -26,8 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..errors import UserError
-from ..tools import AgentTool, AgentToolResult, Content, TextContent, UpdateCallback
+from ...errors import UserError
+from ...tools import AgentTool, AgentToolResult, Content, TextContent, UpdateCallback
 
 __all__ = ["DEFAULT_PAGE_CHARS", "PageStore", "check_page_results", "read_more_tool"]
 

@@ -1,7 +1,7 @@
 """One tool list of every server of an ``mcpServers`` file (`load_mcp_tools_from_config`).
 
-Each server's tools are loaded (`_loader`) with the shared and per-server policies and prefixed with its
-name; the list keeps them by name (`servers`), with the servers that failed to load under
+Each server's tools are loaded (`_lists.loaders`) with the shared and per-server policies and prefixed with
+its name; the list keeps them by name (`servers`), with the servers that failed to load under
 ``on_error="skip"`` (`failures`), which a refresh tries again. The file itself is `_config_file`'s.
 """
 
@@ -16,13 +16,13 @@ from typing import Any, Literal, TypeAlias
 
 import anyio
 
-from ..errors import CubepiError, MCPError, MCPTimeoutError, ServerSkippedWarning, UserError
-from ..tools import AgentTool, ensure_unique_names
-from ._config_file import ConfigSource, ConfiguredServer, read_mcp_config
-from ._loader import load_mcp_tools
-from ._redact import redact, secret_values
-from ._servers import HttpServer, StdioServer
-from ._toollist import MCPToolList, ToolChanges, ToolListEdit, merge_changes
+from ...errors import CubepiError, MCPError, MCPTimeoutError, ServerSkippedWarning, UserError
+from ...tools import AgentTool, ensure_unique_names
+from .._config_file import ConfigSource, ConfiguredServer, read_mcp_config
+from .._redact import redact, secret_values
+from .._servers import HttpServer, StdioServer
+from .loaders import load_mcp_tools
+from .toollist import MCPToolList, ToolChanges, ToolListEdit, merge_changes
 
 __all__ = ["OnError", "load_mcp_tools_from_config"]
 

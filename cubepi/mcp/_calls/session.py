@@ -1,9 +1,10 @@
 """One timed session: opened ready in either era over any transport, and its requests, bounded by phase.
 
-`Opening` holds what opening a session takes; its `session` enters the transport (`_stdio` or `_http`) and
-the SDK's `ClientSession` and starts the protocol (`_protocol.start`: adopt a discover result,
-``initialize``, or negotiate), all within the start-up limit, and yields a `Session`. `call_tool` is its
-call, bounded by the call's limits (`_limits.Deadline`); its listings are in `_listing`.
+`Opening` holds what opening a session takes; its `session` enters the transport (`_transports.stdio` or
+`_transports.http`) and the SDK's `ClientSession` and starts the protocol (`_calls.protocol.start`: adopt a
+discover result, ``initialize``, or negotiate), all within the start-up limit, and yields a `Session`.
+`call_tool` is its call, bounded by the call's limits (`_calls.limits.Deadline`); its listings are in
+`_calls.listings`.
 """
 
 from __future__ import annotations
@@ -19,26 +20,27 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from ..tools import UpdateCallback
-from . import _errors, _http
-from ._coretasks import runs_as_core_task, task_hint, with_task_hint
-from ._errors import Attempt
-from ._http import HTTP_CLOSE_GRACE, HttpKind, open_http, recording, resolve_headers
-from ._input import missing_input_hint
-from ._keeper import Lease
-from ._limits import Deadline, Timeouts, progress_relay, timeout_error
-from ._protocol import Learned, Protocol, Transport, start
-from ._stdio import StdioProcess, open_stdio
+from ...tools import UpdateCallback
+from .._errors import UNSUPPORTED_PROTOCOL_VERSION, Attempt, is_transport_error
+from .._sdk import absorb_tool_listing, run_input_required_driver
+from .._transports import http as _http
+from .._transports.http import HTTP_CLOSE_GRACE, HttpKind, open_http, recording, resolve_headers
+from .._transports.stdio import StdioProcess, open_stdio
+from .core_tasks import runs_as_core_task, task_hint, with_task_hint
+from .elicitation import missing_input_hint
+from .limits import Deadline, Timeouts, progress_relay, timeout_error
+from .ownership import Lease
+from .protocol import Learned, Protocol, Transport, start
 
 if TYPE_CHECKING:
     import httpx2
     from mcp import ClientSession
     from mcp import types as mcp_types
 
-    from ._context import CallContext
-    from ._keeper import Keeper
-    from ._servers import HttpServer, Server
-    from ._tasks import TaskWatch
+    from .._configs import HttpConfig, ServerConfig
+    from .._context import CallContext
+    from .ownership import Keeper
+    from .tasks import TaskWatch
 
 __all__ = ["INPUT_ROUNDS", "Interrupted", "Opening", "Session", "call_tool", "timed_out"]
 
@@ -57,7 +59,7 @@ class Session:
     """A ready SDK session, what it speaks, and what its requests need.
 
     `starting` is the start-up limit of a new 2026-07-28 stdio process not heard from yet: its first
-    request's deadline includes it (`_limits.Deadline`). `definitions` are the listed tools whose calls
+    request's deadline includes it (`_calls.limits.Deadline`). `definitions` are the listed tools whose calls
     need their definition; `tasks` the list's `TaskWatch` (when it consents to tasks); `sibling` opens
     another fresh session to the same server (HTTP), for a task's polls; `headers` those a callable gave
     (and a call context's), `auth` a call context's.
@@ -76,19 +78,31 @@ class Session:
     headers: dict[str, str] | None = field(default=None, repr=False)
     auth: Any = field(default=None, repr=False)
 
+    def deadline(self, idle: float, hard: float) -> Deadline:
+        """The limit of this session's next request; the first on a new stdio process watches its start-up."""
+        starting, self.starting = self.starting, None
+        client, version = self.client, self.protocol.version
+        return Deadline(
+            idle,
+            hard,
+            starting=starting,
+            process=self.attempt.process,
+            probe=lambda: client.send_discover(version),
+        )
+
 
 @dataclass
 class Opening:
     """What opening a session to a server takes, as of one request.
 
-    `launch` (stdio: `_stdio.launch_parameters`, computed once per list); `keeper` lends the list's HTTP
-    client (else a client is made for the session); `kwargs` go to the SDK's `ClientSession`; `learn` is
+    `launch` (stdio: `_transports.stdio.launch_parameters`, computed once per list); `keeper` lends the list's
+    HTTP client (else a client is made for the session); `kwargs` go to the SDK's `ClientSession`; `learn` is
     told what a session found (the runner that owns `learned`). It refers to nothing that owns a list, so
     that a spare session it opens does not keep the list alive. `call` is the call context of the one call
     it opens for (its headers and auth; `_context`): such an opening is never reused.
     """
 
-    server: Server
+    server: ServerConfig
     timeouts: Timeouts
     learned: Learned
     kwargs: Mapping[str, Any]
@@ -98,20 +112,20 @@ class Opening:
     learn: Callable[[Session], None] | None = None
     call: CallContext | None = field(default=None, repr=False)
 
-    async def _headers(self, server: HttpServer) -> dict[str, str] | None:
+    async def _headers(self, server: HttpConfig) -> dict[str, str] | None:
         """The headers a session adds: a callable's, then the call context's."""
         headers = await resolve_headers(server) if callable(server.headers) else None
         if self.call is not None and self.call.headers:
             headers = {**(headers or {}), **self.call.headers}
         return headers
 
-    def leased(self, tool_name: str | None = None) -> Lease:
-        """A lease (`_keeper`) whose owner opens a session this way."""
+    def leased(self, tool_name: str | None = None) -> Lease[Session]:
+        """A lease (`_calls.ownership`) whose owner opens a session this way."""
         if self.server.kind == "stdio":  # the server's shutdown need not keep the caller waiting
             return Lease(self.leasing, tool_name=tool_name, detachable=True)
         return Lease(self.leasing, tool_name=tool_name, grace=HTTP_CLOSE_GRACE)
 
-    def leasing(self, lease: Lease) -> contextlib.AbstractAsyncContextManager[Session]:
+    def leasing(self, lease: Lease[Session]) -> contextlib.AbstractAsyncContextManager[Session]:
         return self.session(lease.attempt, lease.opening)
 
     @contextlib.asynccontextmanager
@@ -179,7 +193,7 @@ class Opening:
 
     @contextlib.asynccontextmanager
     async def _over_client(
-        self, server: HttpServer, attempt: Attempt, opening: anyio.CancelScope | None
+        self, server: HttpConfig, attempt: Attempt, opening: anyio.CancelScope | None
     ) -> AsyncIterator[Session]:
         """`session` over HTTP: the list's shared client (or a fresh one), the headers, the transport."""
         keeper = self.keeper
@@ -199,12 +213,12 @@ class Opening:
                 keeper.give_back()
 
     def _client(self) -> httpx2.AsyncClient:
-        return _http.http_client(cast("HttpServer", self.server))
+        return _http.http_client(cast("HttpConfig", self.server))
 
     @contextlib.asynccontextmanager
     async def _over_http(
         self,
-        server: HttpServer,
+        server: HttpConfig,
         attempt: Attempt,
         client: httpx2.AsyncClient,
         opening: anyio.CancelScope | None,
@@ -312,7 +326,6 @@ async def call_tool(
     HTTP by aborting the request). `meta` (a call context's) is the request's ``_meta``.
     """
     from mcp import types
-    from mcp.client._input_required import run_input_required_driver
     from mcp.client.session import ClientRequestContext
     from mcp.shared.exceptions import MCPError as SdkError
 
@@ -321,9 +334,9 @@ async def call_tool(
     attempt.phase, attempt.http_status = "call", None
     idle = math.inf if timeouts.call is None else timeouts.call
     hard = math.inf if timeouts.max_duration is None else anyio.current_time() + timeouts.max_duration
-    deadline = Deadline(session, idle, hard)
+    deadline = session.deadline(idle, hard)
     if definition is not None and session.protocol.stateless:
-        _learn(client, definition)
+        absorb_tool_listing(client, definition)
 
     async def send(responses: Any, state: str | None) -> Any:
         params = types.CallToolRequestParams(
@@ -400,8 +413,8 @@ async def _core_task(
     on_update: UpdateCallback | None,
     hard: float,
 ) -> mcp_types.CallToolResult:
-    """A tool a handshake-era server runs only as a task (`_coretasks`): the task's result."""
-    from ._coretasks import CoreDriver, call_as_task
+    """A tool a handshake-era server runs only as a task (`_calls.core_tasks`): the task's result."""
+    from .core_tasks import CoreDriver, call_as_task
 
     assert session.tasks is not None
     send = functools.partial(call_as_task, session.client, name, arguments, relay, meta)
@@ -411,23 +424,11 @@ async def _core_task(
     return await session.tasks.finish(session, created, on_update, deadline.scope, hard, CoreDriver)
 
 
-def _learn(client: ClientSession, definition: mcp_types.Tool) -> None:
-    """Hand a session that never listed the tools the definition of the one it calls, so that its
-    ``x-mcp-header`` parameters go out as ``Mcp-Param-*`` headers: the call stays one request. (The SDK
-    has no public way to; `_absorb_tool_listing` is what its own response cache uses, pinned by
-    tests/mcp/test_sdk_wording.py.)"""
-    from mcp import types
-
-    absorb = getattr(client, "_absorb_tool_listing", None)
-    if absorb is not None:
-        absorb(types.ListToolsResult(tools=[definition.model_copy()]), complete=False)
-
-
 def _is_transport_failure(exc: Any, session: Session) -> bool:
     """Whether an SDK error on a call is the connection's failure rather than the server's answer: one the
     SDK made up, a refused protocol version, a refused authorization, or (handshake era) a session the
     server no longer knows."""
-    if _errors.is_transport_error(exc) or exc.code == _errors.UNSUPPORTED_PROTOCOL_VERSION:
+    if is_transport_error(exc) or exc.code == UNSUPPORTED_PROTOCOL_VERSION:
         return True
     status = session.attempt.http_status
     return status in (401, 403) or (status == 404 and not session.protocol.stateless)

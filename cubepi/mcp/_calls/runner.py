@@ -3,8 +3,8 @@
 Every call gets a session no earlier call used. Its `request` is chosen when it learns the server
 (`learn`): on a 2026-07-28 server over Streamable HTTP a call is one POST made from the caller's own task
 (`_one_request`); every other session, whose end matters (a stdio process, a handshake session, SSE, a
-server not known yet), is leased (`_leased`): opened and closed by an owner task (`_keeper`), borrowed by
-the call. A connection's runner (`_connection`) works over its one live session instead.
+server not known yet), is leased (`_leased`): opened and closed by an owner task (`_calls.ownership`),
+borrowed by the call. A connection's runner (`_connection`) works over its one live session instead.
 """
 
 from __future__ import annotations
@@ -17,23 +17,30 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
-from .._calling import lent_elicitation
-from ..errors import MCPTimeoutError
-from . import _errors
-from ._context import current_call_context
-from ._errors import Attempt
-from ._input import with_defaults
-from ._keeper import Keeper, Lease
-from ._limits import CLOSE_MARGIN, Timeouts
-from ._protocol import TASKS_EXTENSION, Learned
-from ._sdk import ensure_sdk
-from ._session import Opening, Session
-from ._shared import Shared
+from ..._calling import lent_elicitation
+from ...errors import MCPTimeoutError
+from .._context import current_call_context
+from .._errors import (
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Attempt,
+    is_cancellation,
+    is_lost,
+    leaves,
+    reraise,
+    sdk_code,
+)
+from .._sdk import ensure_sdk
+from .elicitation import with_defaults
+from .limits import CLOSE_MARGIN, Timeouts
+from .ownership import Keeper, Lease
+from .protocol import TASKS_EXTENSION, Learned
+from .session import Opening, Session
+from .shared_state import Shared
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
-    from ._servers import Server
+    from .._configs import ServerConfig
 
 __all__ = ["Runner", "Stateless", "Work"]
 
@@ -52,7 +59,7 @@ class Runner:
         return None
 
     def remember(self, definitions: Mapping[str, mcp_types.Tool]) -> None:
-        """The listed tools whose calls need their definition (`_protocol.needs_definition`)."""
+        """The listed tools whose calls need their definition (`_calls.protocol.needs_definition`)."""
 
     def describe(self) -> str:
         raise NotImplementedError
@@ -68,7 +75,7 @@ class Stateless(Runner):
 
     def __init__(
         self,
-        server: Server,
+        server: ServerConfig,
         timeouts: Timeouts,
         *,
         callbacks: Mapping[str, Any] | None = None,
@@ -183,15 +190,15 @@ class Stateless(Runner):
             async with self.opening(await shared.keeper(), learn=False).one_request(attempt) as session:
                 return await work(session, *args)
         except BaseException as exc:
-            if _errors.is_cancellation(exc):
+            if is_cancellation(exc):
                 raise
             if self._refused(exc):
                 return await self._leased(work, *args, tool_name=tool_name, again=True)
-            _errors.reraise(await attempt.error(exc, self.describe()))
+            reraise(await attempt.error(exc, self.describe()))
 
     async def _leased(self, work: Work, *args: Any, tool_name: str | None = None, again: bool = False) -> Any:
-        """A request on a leased session (see `_keeper`): a limit that runs out raises at once while the
-        list's keeper goes on closing the session; so does a stdio call once its answer is in, where the
+        """A request on a leased session (see `_calls.ownership`): a limit that runs out raises at once while
+        the list's keeper goes on closing the session; so does a stdio call once its answer is in, where the
         keeper lets it (`Keeper.detaches`); anything else returns once the session has closed.
         `again`: the request was refused once already, so a second refusal is raised, not retried."""
         shared = self.shared
@@ -212,7 +219,7 @@ class Stateless(Runner):
                 group.start_soon(lease.own)
                 return await lease.borrow(work, *args)
         except BaseException as exc:
-            if _errors.is_cancellation(exc):
+            if is_cancellation(exc):
                 raise
             phase = lease.attempt.phase  # the phase it failed in (the owner goes on to close)
             failure = await self._failure(exc, lease, bounded=keeper is not None and self.owned)
@@ -220,14 +227,12 @@ class Stateless(Runner):
                 lease.attempt.phase = phase
             if not again and self._refused(failure):
                 return await self._leased(work, *args, tool_name=tool_name, again=True)
-            _errors.reraise(
-                await lease.attempt.error(failure, self.describe(), settled=lease.closed.is_set())
-            )
+            reraise(await lease.attempt.error(failure, self.describe(), settled=lease.closed.is_set()))
         finally:
             if keeper is not None and self.prespawn:
                 shared.spare_after(keeper, self.spare_opening)
 
-    async def _failure(self, exc: BaseException, lease: Lease, *, bounded: bool) -> BaseException:
+    async def _failure(self, exc: BaseException, lease: Lease[Session], *, bounded: bool) -> BaseException:
         """What to report for `exc`, once the session has closed; a limit that ran out is a bound (the
         keeper goes on closing), and a lost connection is reported by what broke it."""
         if isinstance(exc, MCPTimeoutError) or isinstance(lease.failure, MCPTimeoutError):
@@ -235,22 +240,20 @@ class Stateless(Runner):
             return exc
         await lease.settle()
         closing = lease.failure
-        if closing is not None and closing is not exc and all(map(_errors.is_lost, _errors.leaves(exc))):
+        if closing is not None and closing is not exc and all(map(is_lost, leaves(exc))):
             return closing
         return exc
 
     def _refused(self, exc: BaseException) -> bool:
         """The server refused the protocol version found at load (its protocol changed): forget it, so that
         the call is sent once more on a session that finds it again."""
-        refused = any(
-            _errors.sdk_code(leaf) == _errors.UNSUPPORTED_PROTOCOL_VERSION for leaf in _errors.leaves(exc)
-        )
+        refused = any(sdk_code(leaf) == UNSUPPORTED_PROTOCOL_VERSION for leaf in leaves(exc))
         if not refused or self.learned.protocol is None or self.server.protocol != "auto":
             return False
         self.forget_protocol()
         return True
 
-    async def _spare(self, keeper: Keeper | None) -> Lease | None:
+    async def _spare(self, keeper: Keeper | None) -> Lease[Session] | None:
         """The waiting spare, for this call, once it has started; None when there is none, or it failed
         to start (a fresh session then reports why, or works). A spare was opened with the list's
         callbacks: a call lent other ones opens its own session."""

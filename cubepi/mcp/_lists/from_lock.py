@@ -5,16 +5,26 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import UserError
-from ._config import _ConfigToolList
-from ._limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
-from ._lister import Lister
-from ._lock import LockSource, learned_of, locked_server_config, read_lock
-from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
-from ._runner import Stateless
-from ._toollist import MCPToolList
+from ...errors import UserError
+from .._calls.limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
+from .._calls.runner import Stateless
+from .._lockfile import LockedServer, LockSource, learned_of, locked_settings, read_lock
+from .._servers import HttpServer, Server, StdioServer
+from .building import Lister
+from .from_config import _ConfigToolList
+from .policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
+from .toollist import MCPToolList
 
-__all__ = ["load_mcp_tools_from_lock"]
+__all__ = ["load_mcp_tools_from_lock", "locked_server"]
+
+
+def locked_server(entry: LockedServer) -> Server:
+    """The server config a lockfile entry describes, its ``${NAME}`` references read from the environment."""
+    kind, settings = locked_settings(entry)
+    try:
+        return HttpServer(**settings) if kind == "http" else StdioServer(**settings)
+    except TypeError as exc:
+        raise UserError(f"server {entry.name!r} of the lockfile has a malformed config ({exc})") from exc
 
 
 async def load_mcp_tools_from_lock(
@@ -59,7 +69,7 @@ async def load_mcp_tools_from_lock(
             needs_approval=needs_approval,
             max_concurrency=max_concurrency,
         )
-        server = locked_server_config(entry)
+        server = locked_server(entry)
         runner = Stateless(
             server, timeouts, tasks=tasks, max_concurrency=policies.max_concurrency, learned=learned_of(entry)
         )

@@ -2,9 +2,9 @@
 
 Every policy is a keyword argument of `load_mcp_tools`, `load_mcp_tools_stdio` and `load_mcp_tools_http`.
 `Policies` is data: `Policies.create(...)` checks them all before anything connects; the loader selects
-and names the listed tools with it (`select`); each call applies the rest in one place (`_tool.MCPRun`):
-the concurrency limit, `retry_count` retries, and `render` (the renderer, then `max_output_chars`, whose
-cut text `page_results` keeps for the list's ``read_more`` tool: `_paging`).
+and names the listed tools with it (`select`); each call applies the rest in one place (`tool.MCPRun`): the
+concurrency limit, `retry_count` retries, and `render` (the renderer, then `max_output_chars`, whose
+cut text `page_results` keeps for the list's ``read_more`` tool: `result_pages`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel
 
-from ..errors import UserError
-from ..tools import AgentToolResult, Content, ImageContent, TextContent
-from ._content import render_mcp_content
-from ._hidden import check_hidden
-from ._paging import READ_MORE, PageStore, check_page_results, read_on, register
+from ...errors import UserError
+from ...tools import AgentToolResult, Content, ImageContent, TextContent
+from .._content import render_mcp_content
+from .hidden_arguments import check_hidden
+from .result_pages import READ_MORE, PageStore, check_page_results, read_on, register
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
@@ -99,8 +99,8 @@ class Policies:
     result_renderer: ResultRenderer | None = None
     needs_approval: ApprovalSetting = False
     max_concurrency: int | None = DEFAULT_MAX_CONCURRENCY
-    hidden_arguments: Mapping[str, Any] | None = None  # `_hidden`: parameters the application sets
-    pages: PageStore | None = field(default=None, compare=False, repr=False)  # `page_results`: `_paging`
+    hidden_arguments: Mapping[str, Any] | None = None  # `hidden_arguments`: parameters the application sets
+    pages: PageStore | None = field(default=None, compare=False, repr=False)  # `page_results`: `result_pages`
 
     @classmethod
     def create(

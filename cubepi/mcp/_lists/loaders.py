@@ -12,10 +12,9 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UserError
-from ._connection import MCPConnection
-from ._input import with_defaults
-from ._limits import (
+from ...errors import UserError
+from .._calls.elicitation import with_defaults
+from .._calls.limits import (
     DEFAULT_MAX_DURATION,
     DEFAULT_MAX_RESPONSE_BYTES,
     SAME_AS_SERVER,
@@ -23,15 +22,17 @@ from ._limits import (
     Timeouts,
     check_response_bytes,
 )
-from ._lister import Lister
-from ._lock import DriftPolicy, LockSource, pin
-from ._logs import server_logs
-from ._policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
-from ._protocol import ProtocolSetting
-from ._requests import server_requests
-from ._runner import Stateless
-from ._servers import Headers, HttpServer, HttpTransport, StderrCallback, StdioServer
-from ._toollist import MCPToolList
+from .._calls.protocol import ProtocolSetting
+from .._calls.runner import Stateless
+from .._calls.server_logs import server_logs
+from .._calls.server_requests import server_requests
+from .._configs import Headers, HttpTransport, StderrCallback
+from .._connection import MCPConnection
+from .._lockfile import DriftPolicy, LockSource, pin
+from .._servers import HttpServer, StdioServer
+from .building import Lister
+from .policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
+from .toollist import MCPToolList
 
 if TYPE_CHECKING:
     import httpx2

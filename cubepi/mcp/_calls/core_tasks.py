@@ -11,10 +11,9 @@ session (and, over stdio, the process) that made it. A call that is cancelled, r
 list closes sends ``tasks/cancel``.
 
 The SDK 2.3 has no client API for a task-augmented ``tools/call``, and its ``send_request`` checks the
-answer against the 2025-11-25 ``CallToolResult``, which a ``CreateTaskResult`` is not: `_send_raw`, the one
-place that reaches into the SDK's session, sends it as the SDK would and returns the raw answer (pinned by
-tests/mcp/test_sdk_wording.py). ``tasks/*`` are outside the SDK's checked methods: they go out through the
-public ``send_request``.
+answer against the 2025-11-25 ``CallToolResult``, which a ``CreateTaskResult`` is not: `_sdk.send_raw`
+sends it as the SDK would and returns the raw answer (pinned by tests/mcp/test_sdk_wording.py).
+``tasks/*`` are outside the SDK's checked methods: they go out through the public ``send_request``.
 """
 
 from __future__ import annotations
@@ -26,14 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ._tasks import CANCEL_LIMIT, TERMINAL, Driver, poll_delay
+from .._sdk import send_raw
+from .tasks import CANCEL_LIMIT, TERMINAL, Driver, poll_delay
 
 if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp import types as mcp_types
     from mcp.shared.dispatcher import ProgressFnT
 
-    from ._protocol import Protocol
+    from .protocol import Protocol
 
 __all__ = ["CoreDriver", "call_as_task", "runs_as_core_task", "task_hint", "with_task_hint"]
 
@@ -77,19 +77,8 @@ async def call_as_task(
     params = types.CallToolRequestParams(name=name, arguments=dict(arguments), task=types.TaskMetadata())
     if meta:
         params.meta = dict(meta)  # type: ignore[assignment]
-    raw = await _send_raw(client, types.CallToolRequest(params=params), progress)
+    raw = await send_raw(client, types.CallToolRequest(params=params), progress)
     return _answer().validate_python(raw, by_name=False)  # type: ignore[no-any-return]
-
-
-async def _send_raw(client: ClientSession, request: Any, progress: ProgressFnT | None) -> dict[str, Any]:
-    """`request` sent as ``ClientSession.send_request`` sends it (its stamp, the progress callback), its
-    answer returned unchecked. The only use of the SDK's private ``_stamp`` and ``_dispatcher``."""
-    data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
-    opts: dict[str, Any] = {}
-    client._stamp(data, opts)  # type: ignore[arg-type]
-    if progress is not None:
-        opts["on_progress"] = progress
-    return await client._dispatcher.send_raw_request(data["method"], data.get("params"), opts)  # type: ignore[arg-type]
 
 
 class CoreDriver(Driver):

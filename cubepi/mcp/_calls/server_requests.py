@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import UserError
+from ...errors import UserError
 
 __all__ = ["server_requests"]
 

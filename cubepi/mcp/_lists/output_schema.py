@@ -6,7 +6,7 @@ untouched, the mismatch goes in ``details["structuredContentError"]`` and a warn
 ``cubepi.mcp`` logger (naming the tool and where the mismatch is, never the values).
 
 ```python
-from cubepi.mcp import output_model
+from .. import output_model
 
 Weather = output_model(tool)            # a pydantic model of tool.output_schema, or None
 result = await tool.execute({"city": "Paris"})
@@ -25,8 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..schema._validator import SchemaValidator
-from ..tools import AgentTool, AgentToolResult
+from ...schema._validator import SchemaValidator
+from ...tools import AgentTool, AgentToolResult
 
 __all__ = ["STRUCTURED_CONTENT_ERROR", "OutputCheck", "output_model"]
 
@@ -51,7 +51,7 @@ def output_model(tool: AgentTool) -> type[BaseModel] | None:
     with _models_lock:
         model = _models.get(tool)
         if model is None:
-            from ..schema import schema_to_model
+            from ...schema import schema_to_model
 
             model = _models[tool] = schema_to_model(schema, name=f"{tool.name}_output")
     return model

@@ -1,6 +1,6 @@
 """`Shared`: what the calls of one tool list share in one process.
 
-Its keeper in each event loop (`_keeper`: sessions still closing, the spare stdio server of
+Its keeper in each event loop (`_calls.ownership`: sessions still closing, the spare stdio server of
 ``prespawn=True`` and its warm-up, the HTTP client and its idle connections), its stdio launch parameters
 (computed once), its concurrency limiters and the calls waiting on tasks. Every call still gets a session
 no earlier call used. It ends with the list's `aclose()`, its garbage collection, or its loop's end.
@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
-from ..errors import UserError
-from . import _errors
-from ._keeper import Keeper, Lease
+from ...errors import UserError
+from .._errors import is_transport_error
+from .ownership import Keeper, Lease
 
 if TYPE_CHECKING:
-    from ._servers import StdioServer
-    from ._session import Session
-    from ._tasks import TaskWatch
+    from .._configs import StdioConfig
+    from .session import Session
+    from .tasks import TaskWatch
 
 __all__ = ["WARM_UP_TOOL", "Shared", "warm_up"]
 
@@ -97,10 +97,10 @@ class Shared:
 
     # -- what calls reuse ----------------------------------------------------------------------------------
 
-    def launch(self, server: StdioServer) -> Any:
+    def launch(self, server: StdioConfig) -> Any:
         """What spawning the list's stdio server takes, found once in this process."""
         if self._launch is None:
-            from ._stdio import launch_parameters
+            from .._transports.stdio import launch_parameters
 
             self._launch = launch_parameters(server)
         return self._launch
@@ -108,7 +108,7 @@ class Shared:
     def task_watch(self, timeouts: Any, elicits: bool) -> TaskWatch:
         """The list's calls waiting on tasks (one watch per list and process: `aclose()` stops them)."""
         if self._watch is None:
-            from ._tasks import TaskWatch
+            from .tasks import TaskWatch
 
             self._watch = TaskWatch(timeouts, elicits, self.describe)
         return self._watch
@@ -123,7 +123,7 @@ class Shared:
 
     # -- the spare stdio server (prespawn=True) ------------------------------------------------------------
 
-    def take_spare(self, keeper: Keeper | None) -> Lease | None:
+    def take_spare(self, keeper: Keeper | None) -> Lease[Session] | None:
         """The waiting spare of this loop, for one call (it may still be starting)."""
         if keeper is None:
             return None
@@ -171,7 +171,7 @@ class _Warmed:
         self.opening = opening
 
     @contextlib.asynccontextmanager
-    async def __call__(self, lease: Lease) -> AsyncIterator[Session]:
+    async def __call__(self, lease: Lease[Session]) -> AsyncIterator[Session]:
         async with self.opening.session(lease.attempt, lease.opening) as session:
             await warm_up(session)
             yield session
@@ -204,7 +204,7 @@ async def warm_up(session: Session) -> None:
         try:
             await session.client.send_request(request, types.CallToolResult)
         except SdkError as exc:  # "no such tool": what was asked for
-            if _errors.is_transport_error(exc):
+            if is_transport_error(exc):
                 raise
 
 

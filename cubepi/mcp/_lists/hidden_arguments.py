@@ -15,9 +15,9 @@ from typing import Any
 
 import pydantic
 
-from ..errors import UserError
-from ..tools import AgentToolResult, format_validation_error
-from ._context import CallContext
+from ...errors import UserError
+from ...tools import AgentToolResult, format_validation_error
+from .._context import CallContext
 
 __all__ = ["check_hidden", "hidden_values", "hide", "refuse_hidden"]
 

@@ -9,14 +9,14 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MCPError
-from ._http import recording
-from ._limits import Deadline, timeout_error
+from ...errors import MCPError
+from .._transports.http import recording
+from .limits import timeout_error
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
-    from ._session import Session
+    from .session import Session
 
 __all__ = ["list_pages", "list_tools"]
 
@@ -52,7 +52,7 @@ async def list_pages(
     cursor: str | None = None
     session.attempt.phase = "list"
     limit = timeouts.list
-    deadline = Deadline(session, math.inf if limit is None else limit, math.inf)
+    deadline = session.deadline(math.inf if limit is None else limit, math.inf)
     with deadline.scope, recording(session.attempt, session.headers, session.auth):
         while True:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None

@@ -2,8 +2,8 @@
 
 Every limit is per call, never per read. `timeout` bounds each phase (start-up, listing, a call that hears
 nothing), `startup_timeout` start-up alone, `max_duration` a whole call however much progress it reports;
-`max_response_bytes` one message a server sends, counted as it arrives by the readers of `_stdio` and
-`_http` (Streamable HTTP's events by the SDK's own per-event bound).
+`max_response_bytes` one message a server sends, counted as it arrives by the readers of `_transports.stdio`
+and `_transports.http` (Streamable HTTP's events by the SDK's own per-event bound).
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 
-from ..errors import MCPTimeoutError, UserError
-from ..tools import ToolUpdate, UpdateCallback
+from ...errors import MCPTimeoutError, UserError
+from ...tools import ToolUpdate, UpdateCallback
 
 if TYPE_CHECKING:
     import anyio.abc
     from mcp.shared.dispatcher import ProgressFnT
 
-    from ._session import Session
+    from .._transports.base import ServerProcess
 
 T = TypeVar("T")
 REQUEST_TIMEOUT = -32001
@@ -147,26 +147,31 @@ def timeout_error(
 
 
 class Deadline:
-    """The limit of one request of `session`: `idle` seconds of silence, never past `hard`.
+    """The limit of one request: `idle` seconds of silence, never past `hard` (`Session.deadline` makes it).
 
-    A new 2026-07-28 stdio process (`Session.starting`: its start-up limit) has sent nothing before this
+    A new 2026-07-28 stdio `process` (`starting`: its start-up limit) has sent nothing before this
     request, its first: no probe goes beside it. Should it stay silent for `idle` (or its start-up limit,
-    if shorter), ``server/discover`` is asked (`_probe`): any output of the process shows that it is up,
+    if shorter), `probe` (``server/discover``) is asked: any output of the process shows that it is up,
     and from then on the request gets `idle` seconds of silence. A process silent for its whole start-up
     limit ends the request as a start-up timeout (`missed_start`).
     """
 
-    def __init__(self, session: Session, idle: float, hard: float) -> None:
-        self.session = session
-        self.starting, session.starting = session.starting, None
-        process = session.attempt.process
-        self.process = (
-            process if self.starting is not None and process is not None and not process.heard else None
-        )
+    def __init__(
+        self,
+        idle: float,
+        hard: float,
+        *,
+        starting: float | None = None,
+        process: ServerProcess | None = None,
+        probe: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
+        self.starting = starting
+        self.process = process if starting is not None and process is not None and not process.heard else None
+        self.probe = probe
         self.idle, self.hard = idle, hard
         self.started = anyio.current_time()
         self.start_failed = False  # the probe went unanswered for the whole start-up limit
-        self.scope = anyio.CancelScope(deadline=min(self.started + idle + (self.starting or 0), hard))
+        self.scope = anyio.CancelScope(deadline=min(self.started + idle + (starting or 0), hard))
 
     @property
     def watching(self) -> bool:
@@ -204,11 +209,11 @@ class Deadline:
     async def _probe(self) -> None:
         from mcp.shared.exceptions import MCPError as SdkError
 
-        assert self.starting is not None and self.process is not None
+        assert self.starting is not None and self.process is not None and self.probe is not None
         with anyio.move_on_after(self.started + self.starting - anyio.current_time()) as waiting:
             while not self.process.heard:
                 try:
-                    await self.session.client.send_discover(self.session.protocol.version)
+                    await self.probe()
                 except SdkError as exc:
                     if exc.code == REQUEST_TIMEOUT:  # the SDK's own bound on one probe: ask again
                         continue

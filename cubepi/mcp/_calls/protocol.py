@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
 
-from ..errors import UserError
-from . import _errors
+from ...errors import UserError
+from .._errors import UNSUPPORTED_PROTOCOL_VERSION, is_connection_closed
+from .._sdk import negotiate_auto
 
 if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp import types as mcp_types
 
-    from ._errors import Attempt
+    from .._errors import Attempt
 
 __all__ = ["DISCOVER_LIMIT", "TASKS_EXTENSION", "Learned", "Protocol", "ProtocolSetting", "start"]
 
@@ -40,7 +41,7 @@ def check_protocol(value: object) -> None:
     """Raise `UserError` unless `value` is a `ProtocolSetting` the installed SDK speaks."""
     if value in ("auto", "legacy"):
         return
-    from ._sdk import modern_versions
+    from .._sdk import modern_versions
 
     modern = modern_versions()
     if not isinstance(value, str) or (modern is not None and value not in modern):
@@ -64,7 +65,7 @@ class Protocol:
 
     @property
     def offers_tasks(self) -> bool:
-        """Whether the discover result lists the tasks extension (`_tasks`)."""
+        """Whether the discover result lists the tasks extension (`_calls.tasks`)."""
         extensions = self.discover.capabilities.extensions if self.discover is not None else None
         return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
 
@@ -134,7 +135,6 @@ async def negotiate(client: ClientSession, attempt: Attempt) -> None:
     methods), and a refused request (HTTP 401 / 403, a redirect) or a closed connection is no verdict on
     the era: it is raised.
     """
-    from mcp.client._probe import negotiate_auto
     from mcp.shared.exceptions import MCPError as SdkError
     from mcp_types.version import LATEST_MODERN_VERSION
 
@@ -144,17 +144,17 @@ async def negotiate(client: ClientSession, attempt: Attempt) -> None:
     except (SdkError, TimeoutError) as exc:
         status = attempt.http_status or 0
         if isinstance(exc, SdkError) and (
-            _errors.is_connection_closed(exc) or status in (401, 403) or 300 <= status < 400
+            is_connection_closed(exc) or status in (401, 403) or 300 <= status < 400
         ):
             raise
-        if isinstance(exc, SdkError) and exc.code == _errors.UNSUPPORTED_PROTOCOL_VERSION:
+        if isinstance(exc, SdkError) and exc.code == UNSUPPORTED_PROTOCOL_VERSION:
             await negotiate_auto(client)
             return
         attempt.http_status = None  # the probe's refusal says nothing of the handshake
         try:
             await client.initialize()
         except SdkError as handshake:
-            if handshake.code != _errors.UNSUPPORTED_PROTOCOL_VERSION:
+            if handshake.code != UNSUPPORTED_PROTOCOL_VERSION:
                 raise
             await negotiate_auto(client)  # a slow starter that took the probe after all: probe again
         return

@@ -27,23 +27,22 @@ import contextvars
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
 import anyio.abc
 
-from .._calling import in_a_loop_of_one_call
-from . import _errors
-from ._errors import Attempt
+from ..._calling import in_a_loop_of_one_call
+from .._errors import Attempt, is_cancellation
 
 if TYPE_CHECKING:
     import httpx2
 
-    from ._session import Session
 
 __all__ = ["IDLE_GRACE", "MAX_CLOSING", "Keeper", "Lease"]
 
 T = TypeVar("T")
+S = TypeVar("S")  # what a lease's opener yields: a session (`_calls.session.Session`)
 logger = logging.getLogger("cubepi.mcp")
 # How long a list's idle connections stay open after its last call, for the next call to reuse.
 IDLE_GRACE = 1.0
@@ -51,10 +50,10 @@ IDLE_GRACE = 1.0
 # its own server's exit (a burst of calls to servers slow to exit keeps this many processes, not more).
 MAX_CLOSING = 8
 
-Opener = Callable[["Lease"], contextlib.AbstractAsyncContextManager["Session"]]
+Opener = Callable[["Lease[S]"], contextlib.AbstractAsyncContextManager[S]]
 
 
-class Lease:
+class Lease(Generic[S]):
     """One session that an owner task opens, holds until released, and closes; one call borrows it.
 
     The owner runs shielded: only `interrupt` (the borrower went away, or the keeper stops) and, for an
@@ -64,7 +63,7 @@ class Lease:
 
     def __init__(
         self,
-        opener: Opener,
+        opener: Opener[S],
         *,
         tool_name: str | None = None,
         grace: float | None = None,
@@ -75,7 +74,7 @@ class Lease:
         self.grace = grace
         self.detachable = detachable  # its close may go on without the borrower (a stdio server's exit)
         self.detached = False  # the borrower returned before the close
-        self.session: Session | None = None
+        self.session: S | None = None
         self.failure: BaseException | None = None  # why it did not open, or what broke it while closing
         self.ready = anyio.Event()  # open, or failed to
         self.released = anyio.Event()
@@ -94,7 +93,7 @@ class Lease:
         if self.grace is not None:
             self._shield.deadline = min(self._shield.deadline, anyio.current_time() + self.grace)
 
-    async def own(self, closed: Callable[[Lease], None] | None = None) -> None:
+    async def own(self, closed: Callable[[Lease[S]], None] | None = None) -> None:
         """The owner: open, hold until released, close, then tell `closed`. Never raises."""
         with self._shield:
             try:
@@ -104,9 +103,9 @@ class Lease:
                     await self.released.wait()
             except BaseException as exc:
                 interrupted = self.opening.cancel_called or self.failure is not None
-                if not (_errors.is_cancellation(exc) and interrupted):
+                if not (is_cancellation(exc) and interrupted):
                     self.failure = exc
-                    if self.detached and not _errors.is_cancellation(exc):  # nobody waits for this close
+                    if self.detached and not is_cancellation(exc):  # nobody waits for this close
                         logger.warning("closing a session after its call returned failed: %r", exc)
             finally:
                 self.session = None
@@ -130,7 +129,7 @@ class Lease:
                 raise self.failure
             result = await work(session, *args)
         except BaseException as exc:
-            if _errors.is_cancellation(exc):
+            if is_cancellation(exc):
                 self.interrupt()
                 await self.settle()
             self.released.set()
@@ -156,8 +155,8 @@ class Keeper:
         self.group: anyio.abc.TaskGroup | None = None
         self.ready = anyio.Event()
         self.finished = False
-        self.leases: set[Lease] = set()  # every lease a child owns, until closed
-        self.spare: Lease | None = None
+        self.leases: set[Lease[Any]] = set()  # every lease a child owns, until closed
+        self.spare: Lease[Any] | None = None
         self.home = False  # the loop that loaded the list
         self.one_call = in_a_loop_of_one_call()  # a loop that ends with the call that started it
         self.calls = 0  # calls made in this loop
@@ -224,7 +223,7 @@ class Keeper:
         ends would cut short."""
         return not self.one_call and (self.home or self.calls >= 2)
 
-    def detaches(self, lease: Lease) -> bool:
+    def detaches(self, lease: Lease[Any]) -> bool:
         """Whether a call may return before `lease` has closed: the keeper then owns the rest of its close
         (see `MAX_CLOSING`)."""
         if not lease.detachable or not self.lasting:
@@ -236,7 +235,7 @@ class Keeper:
         while closing := [lease for lease in self.leases if lease.detached]:
             await closing[0].closed.wait()
 
-    def own(self, lease: Lease) -> Lease:
+    def own(self, lease: Lease[S]) -> Lease[S]:
         """Start `lease`'s owner as a child."""
         assert self.group is not None
         self.leases.add(lease)

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
-from ._toollist import MCPToolList, ToolChanges, merge_changes
+from .toollist import MCPToolList, ToolChanges, merge_changes
 
 if TYPE_CHECKING:
-    from ._session import Session
+    from .._calls.session import Session
 
 __all__ = ["Follower", "ToolsChangedCallback"]
 

@@ -9,16 +9,16 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from ..tools import ensure_unique_names
-from ._listing import list_tools
-from ._lock import Pin
-from ._offers import ServerOffers, offer_tools
-from ._paging import READ_MORE, read_more_tool
-from ._policies import Policies
-from ._protocol import needs_definition
-from ._runner import Runner
-from ._tool import build_tool, tool_spec
-from ._toollist import Listing, app_only
+from ...tools import ensure_unique_names
+from .._calls.listings import list_tools
+from .._calls.protocol import needs_definition
+from .._calls.runner import Runner
+from .._lockfile import Pin
+from .offers import ServerOffers, offer_tools
+from .policies import Policies
+from .result_pages import READ_MORE, read_more_tool
+from .tool import build_tool, tool_spec
+from .toollist import Listing, app_only
 
 __all__ = ["Lister"]
 
@@ -34,12 +34,12 @@ class Lister:
     policies: Policies
     resources: bool = False
     prompts: bool = False
-    pin: Pin | None = None  # a lockfile's entry for the server (`_lock`)
+    pin: Pin | None = None  # a lockfile's entry for the server (`_lockfile`)
 
     async def list(self, *, strict: bool) -> Listing:
         """The server's tools now. `strict` (at load): `include` / `exclude` / `retries` may name only
         tools the server offers; later a tool the server dropped is no longer an error. At load, the
-        tools of ``resources=True`` / ``prompts=True`` are added (`_offers`)."""
+        tools of ``resources=True`` / ``prompts=True`` are added (`_lists.offers`)."""
         started = time.monotonic()
         listed, ttl = await self.runner.request(list_tools)
         self.runner.remember({tool.name: tool for tool in listed if needs_definition(tool)})

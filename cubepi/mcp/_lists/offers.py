@@ -27,21 +27,20 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, Field
 
-from ..errors import UserError
-from ..schema import to_arguments
-from ..tools import AgentTool, AgentToolResult, Content, UpdateCallback
-from ._content import render_mcp_content
-from ._http import recording
-from ._limits import Deadline
-from ._listing import list_pages
-from ._session import timed_out
+from ...errors import UserError
+from ...schema import to_arguments
+from ...tools import AgentTool, AgentToolResult, Content, UpdateCallback
+from .._calls.listings import list_pages
+from .._calls.session import timed_out
+from .._content import render_mcp_content
+from .._transports.http import recording
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
-    from ._policies import Policies
-    from ._runner import Runner
-    from ._session import Session
+    from .._calls.runner import Runner
+    from .._calls.session import Session
+    from .policies import Policies
 
 __all__ = [
     "PromptMessage",
@@ -98,7 +97,7 @@ async def _bounded(session: Session, request: Callable[[], Any], what: str) -> A
     session.attempt.phase, session.attempt.http_status = "call", None
     idle = math.inf if timeouts.call is None else timeouts.call
     hard = math.inf if timeouts.max_duration is None else anyio.current_time() + timeouts.max_duration
-    deadline = Deadline(session, idle, hard)
+    deadline = session.deadline(idle, hard)
     with deadline.scope, recording(session.attempt, session.headers, session.auth):
         return await (deadline.run(request) if deadline.watching else request())
     raise timed_out(session, deadline, hard, what)
@@ -110,7 +109,7 @@ async def answered(session: Session, work: Callable[..., Any], *args: Any) -> An
     from mcp import types
     from mcp.shared.exceptions import MCPError as SdkError
 
-    from ._session import _is_transport_failure
+    from .._calls.session import _is_transport_failure
 
     try:
         return await work(session, *args)
@@ -270,7 +269,7 @@ class TemplateModel:
         self.schema, self.name = schema, name
 
     def __call__(self) -> type[BaseModel]:
-        from ..schema import schema_to_model
+        from ...schema import schema_to_model
 
         return schema_to_model(self.schema, name=self.name)
 

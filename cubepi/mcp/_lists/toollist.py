@@ -1,7 +1,8 @@
-"""`MCPToolList`: the list a loader returns; what the calls of its tools share is `_shared.Shared`.
+"""`MCPToolList`: the list a loader returns; what the calls of its tools share is
+`_calls.shared_state.Shared`.
 
 A loaded list is a plain ``list[AgentTool]`` (indexing, slicing, ``tools + my_tools`` all work) whose tools
-share, in each process, one `Shared` (its keepers, launch parameters, limiters: see `_shared`).
+share, in each process, one `Shared` (its keepers, launch parameters, limiters: see `_calls.shared_state`).
 
 ```python
 async with await load_mcp_tools_http("https://host/mcp") as tools:
@@ -24,15 +25,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UserError
-from ..tools import AgentTool, ensure_unique_names
+from ...errors import UserError
+from ...tools import AgentTool, ensure_unique_names
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
-    from ..tools import Content
-    from ._offers import PromptMessage, ServerOffers
-    from ._shared import Shared
+    from ...tools import Content
+    from .._calls.shared_state import Shared
+    from .offers import PromptMessage, ServerOffers
 
 __all__ = ["Listing", "MCPToolList", "ToolChanges", "ToolListEdit", "app_only", "merge_changes"]
 
@@ -74,7 +75,7 @@ class Listing:
     definitions: dict[str, Mapping[str, Any]]
     fresh_until: float | None = None
     app_tools: list[AgentTool] = field(default_factory=list)
-    offers: ServerOffers | None = None  # what the server offers besides tools (`_offers`)
+    offers: ServerOffers | None = None  # what the server offers besides tools (`_lists.offers`)
 
 
 def app_only(spec: Mapping[str, Any]) -> bool:

@@ -27,15 +27,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from ..errors import MCPError
-from ._limits import ResponseTooLarge
-from ._redact import redact, secret_values
+from ...errors import MCPError
+from .._calls.limits import ResponseTooLarge
+from .._redact import redact, secret_values
+from .._sdk import http_timeouts
 
 if TYPE_CHECKING:
     import httpx2
 
-    from ._errors import Attempt
-    from ._servers import HttpServer
+    from .._configs import HttpConfig
+    from .._errors import Attempt
 
 __all__ = ["HTTP_CLOSE_GRACE", "HttpKind", "http_client", "open_http", "recording", "resolve_headers"]
 
@@ -52,16 +53,16 @@ _SCOPE: contextvars.ContextVar[tuple[Attempt, dict[str, str] | None, Any] | None
 )
 
 
-def http_client(server: HttpServer) -> httpx2.AsyncClient:
+def http_client(server: HttpConfig) -> httpx2.AsyncClient:
     """A client for `server`: the SDK's timeouts, the server's static headers and auth, cubepi's guard."""
     import httpx2
-    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
+    request_timeout, read_timeout = http_timeouts()
     static = server.headers if isinstance(server.headers, Mapping) else None
     _redact_logs()
     names = (*_CREDENTIAL_HEADERS, *(name.lower() for name in static or ()))
     client: httpx2.AsyncClient = _client_type()(
-        timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+        timeout=httpx2.Timeout(request_timeout, read=read_timeout),
         headers=dict(static) if static else None,
         auth=server.auth,
         event_hooks={"request": [_SecretNoter(names)]},  # a call context may bring credentials
@@ -204,7 +205,7 @@ class recording:
                 _SCOPE.reset(self._token)
 
 
-async def resolve_headers(server: HttpServer) -> dict[str, str] | None:
+async def resolve_headers(server: HttpConfig) -> dict[str, str] | None:
     """The headers of a callable `server.headers` (sync or async) for one session; None for static ones.
 
     A failure of the callable is a readable `MCPError` that never shows a header value.
@@ -226,7 +227,7 @@ async def resolve_headers(server: HttpServer) -> dict[str, str] | None:
 
 @contextlib.asynccontextmanager
 async def open_http(
-    server: HttpServer, kind: HttpKind, client: httpx2.AsyncClient
+    server: HttpConfig, kind: HttpKind, client: httpx2.AsyncClient
 ) -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's Streamable HTTP or SSE transport to `server` on `client` (which it does not close)."""
     if kind == "streamable-http":

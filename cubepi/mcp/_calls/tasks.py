@@ -4,7 +4,7 @@ A server that advertises the extension in ``server/discover`` may answer a conse
 task (``resultType: "task"``: a task id, a status, ``pollIntervalMs``, ``ttlMs``) instead of the result.
 `TaskWatch` is what a list keeps for it: the result type that admits a task (cubepi sends ``tools/call``
 itself, so the SDK's `ResultClaim`, which only its `Client.call_tool` resolves, is not on its path), the
-calls waiting on tasks (so that closing the list stops them), and `finish`, which `_session.call_tool`
+calls waiting on tasks (so that closing the list stops them), and `finish`, which `_calls.session.call_tool`
 hands a task to. It polls ``tasks/get`` (over HTTP each poll on a fresh session, and one that fails in
 transport is sent again, so a call survives a dropped connection while the server keeps the task),
 reports ``statusMessage`` changes as updates, answers ``inputRequests`` through the session's callbacks
@@ -19,25 +19,51 @@ import contextlib
 import functools
 import inspect
 import math
-from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 import anyio
 from pydantic import BaseModel
 
-from .._calling import lent_elicitation
-from ..errors import MCPError
-from ..tools import ToolUpdate, UpdateCallback
-from . import _errors
-from ._input import missing_input_hint
-from ._limits import Timeouts
+from ..._calling import lent_elicitation
+from ...errors import MCPError
+from ...tools import ToolUpdate, UpdateCallback
+from .._errors import is_transport_error, reraise, root_cause
+from .elicitation import missing_input_hint
+from .limits import Timeouts
 
 if TYPE_CHECKING:
+    import contextlib
+
+    from mcp import ClientSession
     from mcp import types as mcp_types
 
-    from ._session import Session
+    from .._errors import Attempt
 
-__all__ = ["CANCEL_LIMIT", "POLL_CAP", "POLL_DEFAULT", "POLL_FLOOR", "Driver", "TaskWatch", "poll_delay"]
+__all__ = [
+    "CANCEL_LIMIT",
+    "POLL_CAP",
+    "POLL_DEFAULT",
+    "POLL_FLOOR",
+    "Driver",
+    "TaskSession",
+    "TaskWatch",
+    "poll_delay",
+]
+
+
+class TaskSession(Protocol):
+    """What a task's driver uses of the session its task was created on (`session.Session`)."""
+
+    @property
+    def client(self) -> ClientSession: ...
+
+    @property
+    def attempt(self) -> Attempt: ...
+
+    @property
+    def sibling(self) -> Callable[[], contextlib.AbstractAsyncContextManager[ClientSession]] | None: ...
+
 
 # Polling honours the server's pollIntervalMs within these bounds (seconds); POLL_DEFAULT when it sends none.
 POLL_FLOOR = 0.05
@@ -148,7 +174,7 @@ class TaskWatch:
 
     async def finish(
         self,
-        session: Session,
+        session: TaskSession,
         created: Any,
         on_update: UpdateCallback | None,
         call: anyio.CancelScope,
@@ -156,7 +182,7 @@ class TaskWatch:
         driver_type: type[Driver] | None = None,
     ) -> mcp_types.CallToolResult:
         """The final result of the task `created` (the answer to the call `session` just sent), driven by
-        `driver_type` (the extension's `Driver` unless told: `_coretasks` gives the 2025-11-25 one).
+        `driver_type` (the extension's `Driver` unless told: `_calls.core_tasks` gives the 2025-11-25 one).
 
         `call` is the call's cancel scope: from here the whole task is bounded by `hard` (`max_duration`),
         each request by the call `timeout`. When the call ends before the task does (the caller cancels,
@@ -208,7 +234,7 @@ class Driver:
     """Drives one task to its end: its requests go out on the call's session (stdio) or fresh ones (HTTP)."""
 
     def __init__(
-        self, watch: TaskWatch, session: Session, created: Any, on_update: UpdateCallback | None
+        self, watch: TaskWatch, session: TaskSession, created: Any, on_update: UpdateCallback | None
     ) -> None:
         self.watch = watch
         self.session = session
@@ -287,7 +313,7 @@ class Driver:
                         return await client.send_request(request, result_type)  # type: ignore[no-any-return]
             except Exception as exc:
                 if not self._retryable(exc) or anyio.current_time() + pause >= give_up:
-                    _errors.reraise(_errors.root_cause(exc))  # the server's answer, not a task group
+                    reraise(root_cause(exc))  # the server's answer, not a task group
             await anyio.sleep(pause)
             pause = min(pause * 2, POLL_CAP)
 
@@ -306,9 +332,9 @@ class Driver:
 
         if self.session.sibling is None:
             return False
-        cause = _errors.root_cause(exc)
+        cause = root_cause(exc)
         transport = (httpx2.TransportError, OSError, TimeoutError, anyio.BrokenResourceError)
-        return isinstance(cause, transport) or _errors.is_transport_error(cause)
+        return isinstance(cause, transport) or is_transport_error(cause)
 
     async def cancel(self) -> None:
         """``tasks/cancel``, bounded by `CANCEL_LIMIT`, shielded from the cancellation that caused it: on

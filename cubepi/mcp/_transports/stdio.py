@@ -8,14 +8,13 @@ SIGTERM/SIGKILL of the process group) and adds what the SDK keeps to itself:
 - `StdioProcess`: what the server printed on stderr (a pipe drained as it comes, by a reader callback
   of the asyncio loop: the last 16 KiB for errors, each line to `on_stderr`), its exit code, and when it
   first wrote to stdout;
-- a linear, bounded read of stdout (`_stdio_stdout`). A line past `max_response_bytes` fails the
+- a linear, bounded read of stdout (`_transports.stdio_stdout`). A line past `max_response_bytes` fails the
   session with `ResponseTooLarge`;
 - the end of the server's whole process group once the transport has closed (a server that exits at once
   left its children running: ``npx`` starts ``node``).
 
-The SDK's process factory (``mcp.client.stdio._create_platform_compatible_process``, a private name
-pinned by tests/mcp/test_sdk_wording.py) is wrapped once; the wrapper acts only for cubepi's own spawns (a
-context variable), so other uses of the SDK in the program are untouched.
+The SDK's process factory (a private name: `_sdk.wrap_process_factory`) is wrapped once; the wrapper acts
+only for cubepi's own spawns (a context variable), so other uses of the SDK in the program are untouched.
 """
 
 from __future__ import annotations
@@ -30,21 +29,22 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import anyio
 import anyio.to_thread
 from anyio.abc import Process
 
-from ..errors import MCPError
-from ._redact import secret_values
-from ._stdio_stdout import TrackedProcess
+from ...errors import MCPError
+from .._redact import secret_values
+from .._sdk import wrap_process_factory
+from .stdio_stdout import TrackedProcess
 
 if TYPE_CHECKING:
     from mcp.client.stdio import StdioServerParameters
 
-    from ._servers import StdioServer
+    from .._configs import StdioConfig
 
 __all__ = [
     "ENV_PASSTHROUGH",
@@ -83,7 +83,7 @@ MAX_LINE = 64 * 1024  # a longer stderr line reaches `on_stderr` in pieces of th
 STDERR_SETTLE = 0.5  # how long the end of stderr is waited for once the server is gone
 
 
-def environment(server: StdioServer) -> dict[str, str]:
+def environment(server: StdioConfig) -> dict[str, str]:
     """The environment `server` gets: the SDK's safe default (``PATH``, ``HOME``, ...), the parent's
     variables named in `ENV_PASSTHROUGH`, then `env` (or the whole parent environment with
     ``inherit_env=True``)."""
@@ -99,7 +99,7 @@ def environment(server: StdioServer) -> dict[str, str]:
     return {**env, **(server.env or {})}
 
 
-def launch_parameters(server: StdioServer) -> tuple[StdioServerParameters, tuple[str, ...]]:
+def launch_parameters(server: StdioConfig) -> tuple[StdioServerParameters, tuple[str, ...]]:
     """What spawning `server` takes (computed once per list), and the secrets (its `env` values) to keep
     out of every message."""
     from mcp.client.stdio import StdioServerParameters
@@ -114,7 +114,7 @@ def launch_parameters(server: StdioServer) -> tuple[StdioServerParameters, tuple
     return params, secret_values((server.env or {}).values())
 
 
-def resolve_command(server: StdioServer, env: dict[str, str]) -> str:
+def resolve_command(server: StdioConfig, env: dict[str, str]) -> str:
     """The command as a shell finds it: on the server's ``PATH`` (``npx.cmd`` on Windows), a relative path
     with a directory part relative to `cwd`. A clear `MCPError` for a missing command or directory."""
     describe = server.describe()
@@ -146,7 +146,7 @@ class StdioProcess:
 
     `on_output`, when set, is called once, when the server first writes to stdout: a new 2026-07-28
     process sends nothing before its first request, and that request's deadline includes the start-up
-    limit until the server is heard from (see `_session.call_tool`).
+    limit until the server is heard from (see `_calls.session.call_tool`).
     """
 
     def __init__(
@@ -334,7 +334,7 @@ async def open_stdio(params: StdioServerParameters, process: StdioProcess) -> As
 
 def _report_forced_exit(process: StdioProcess, running: bool) -> None:
     """Log a server that was still `running` when its stdin closed and did not exit within the SDK's
-    grace period (a signal ended it). Nobody may be waiting for this shutdown (`_keeper`): the log is
+    grace period (a signal ended it). Nobody may be waiting for this shutdown (`_calls.ownership`): the log is
     where it is told."""
     from mcp.client.stdio import PROCESS_TERMINATION_TIMEOUT
 
@@ -373,11 +373,12 @@ def _install() -> None:
     if _installed:
         return
     _installed = True
-    import mcp.client.stdio as sdk_stdio
+    if sys.platform != "win32":
+        wrap_process_factory(_tracked)
 
-    original = getattr(sdk_stdio, "_create_platform_compatible_process", None)
-    if original is None or sys.platform == "win32":
-        return
+
+def _tracked(original: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """The SDK's process factory, made to record the processes cubepi spawns (`tracking`)."""
 
     async def create(*args: Any, **kwargs: Any) -> Any:
         info = _SPAWNING.get()
@@ -392,7 +393,7 @@ def _install() -> None:
         info.process = tracked = cast(Process, TrackedProcess(process, info.max_line, info.output_seen))
         return tracked
 
-    sdk_stdio._create_platform_compatible_process = create
+    return create
 
 
 @contextlib.contextmanager

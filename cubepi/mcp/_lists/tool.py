@@ -1,11 +1,11 @@
 """A tool as data: how an MCP tool definition becomes an `AgentTool`, and what its `run` does.
 
 An MCP tool is an `AgentTool` whose `run` is an `MCPRun`: the tool's name on the wire, the list's
-`Policies`, and the list's runner (`_runner`). `MCPRun` applies the policies in one place (the
+`Policies`, and the list's runner (`_calls.runner`). `MCPRun` applies the policies in one place (the
 concurrency limit, retries, rendering, the output check) and hands the request to the runner.
 
 A call of a 2026-07-28 Streamable HTTP tool is these frames: `AgentTool.execute`, `MCPRun.__call__`,
-`Stateless._one_request`, `_session.call_tool`, then the SDK's `ClientSession.send_request`.
+`Stateless._one_request`, `_calls.session.call_tool`, then the SDK's `ClientSession.send_request`.
 """
 
 from __future__ import annotations
@@ -17,21 +17,21 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 import anyio
 from pydantic import BaseModel
 
-from ..errors import MCPError, MCPTimeoutError, UserError
-from ..schema import schema_to_model, to_arguments
-from ..tools import AgentTool, AgentToolResult, UpdateCallback
-from ._context import current_call_context
-from ._hidden import hidden_values, hide, refuse_hidden
-from ._limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
-from ._output import OutputCheck
-from ._runner import Runner, Stateless
-from ._session import call_tool
+from ...errors import MCPError, MCPTimeoutError, UserError
+from ...schema import schema_to_model, to_arguments
+from ...tools import AgentTool, AgentToolResult, UpdateCallback
+from .._calls.limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
+from .._calls.runner import Runner, Stateless
+from .._calls.session import call_tool
+from .._context import current_call_context
+from .hidden_arguments import hidden_values, hide, refuse_hidden
+from .output_schema import OutputCheck
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
-    from ._policies import Policies
-    from ._servers import HttpServer, StdioServer
+    from .._configs import HttpConfig, StdioConfig
+    from .policies import Policies
 
 __all__ = ["MCPRun", "SchemaModel", "build_tool", "make_mcp_agent_tool", "tool_spec"]
 
@@ -181,7 +181,7 @@ def build_tool(
 
 def make_mcp_agent_tool(
     tool: mcp_types.Tool | Mapping[str, Any],
-    server: StdioServer | HttpServer,
+    server: StdioConfig | HttpConfig,
     *,
     timeout: float | None = 30.0,
     startup_timeout: float | None = SAME_AS_TIMEOUT,
@@ -195,7 +195,7 @@ def make_mcp_agent_tool(
     this when you already hold tool definitions; `load_mcp_tools` lists them for you. `timeout`,
     `startup_timeout` and `max_duration` mean what they mean for `load_mcp_tools`.
     """
-    from ._policies import Policies
+    from .policies import Policies
 
     if getattr(server, "kind", None) not in ("stdio", "http"):
         raise UserError(

@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
-from ._limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
-from ._listing import list_tools
-from ._protocol import Learned, Protocol
-from ._runner import Stateless
-from ._servers import HttpServer, Server, StdioServer
-from ._tool import tool_spec
-from ._toollist import ToolChanges
+from ._calls.limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
+from ._calls.listings import list_tools
+from ._calls.protocol import Learned, Protocol
+from ._calls.runner import Stateless
+from ._configs import ServerConfig, StdioConfig
+from ._lists.tool import tool_spec
+from ._lists.toollist import ToolChanges
 
 if TYPE_CHECKING:
     from ..tools import AgentTool
@@ -49,7 +49,7 @@ __all__ = [
     "definition_hash",
     "dumps",
     "lock_servers",
-    "locked_server_config",
+    "locked_settings",
     "matching",
     "pin",
     "read_lock",
@@ -94,9 +94,9 @@ def _url_without_secrets(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def server_config(server: Server) -> dict[str, Any]:
+def server_config(server: ServerConfig) -> dict[str, Any]:
     """`server` as lockfile JSON: what it is, with every secret value replaced by a ``${NAME}``."""
-    if isinstance(server, StdioServer):
+    if isinstance(server, StdioConfig):
         config: dict[str, Any] = {"type": "stdio", "command": server.command, "args": list(server.args)}
         if server.env:
             config["env"] = {name: "${" + name + "}" for name in sorted(server.env)}
@@ -125,7 +125,7 @@ def _protocol_json(learned: Learned) -> dict[str, Any] | None:
     return found
 
 
-def server_entry(name: str, server: Server, learned: Learned, listed: Iterable[Any]) -> dict[str, Any]:
+def server_entry(name: str, server: ServerConfig, learned: Learned, listed: Iterable[Any]) -> dict[str, Any]:
     """One server of a lockfile: its config, the protocol found, and its tools sorted by name."""
     tools = []
     for spec in sorted((tool_spec(item) for item in listed), key=lambda spec: str(spec["name"])):
@@ -140,7 +140,7 @@ def server_entry(name: str, server: Server, learned: Learned, listed: Iterable[A
 
 
 async def lock_servers(
-    servers: Sequence[tuple[str, Server]], *, timeout: float | None = 30.0
+    servers: Sequence[tuple[str, ServerConfig]], *, timeout: float | None = 30.0
 ) -> dict[str, Any]:
     """List each server once (one session each) and return the lockfile's JSON."""
     entries = []
@@ -209,7 +209,7 @@ def read_lock(source: LockSource) -> list[LockedServer]:
     return found
 
 
-def matching(locked: Sequence[LockedServer], server: Server) -> LockedServer:
+def matching(locked: Sequence[LockedServer], server: ServerConfig) -> LockedServer:
     """The entry of `locked` for `server` (same command and arguments, or same URL); the only one if
     there is one."""
     key = _config_key(server_config(server))
@@ -231,27 +231,28 @@ def _expand(value: str, what: str) -> str:
     return found
 
 
-def locked_server_config(entry: LockedServer) -> Server:
-    """The server config a lockfile entry describes, its ``${NAME}`` references read from the environment."""
+def locked_settings(entry: LockedServer) -> tuple[Literal["stdio", "http"], dict[str, Any]]:
+    """The kind and settings of the server config a lockfile entry describes, its ``${NAME}`` references
+    read from the environment (`_lists.from_lock.locked_server` makes the config)."""
     config = entry.config
     try:
         if config.get("type") == "http":
             headers = {k: _expand(str(v), f"header {k!r}") for k, v in (config.get("headers") or {}).items()}
-            return HttpServer(
-                str(config["url"]),
-                headers=headers or None,
-                transport=config.get("transport", "auto"),
-                protocol=config.get("protocol", "auto"),
-            )
+            return "http", {
+                "url": str(config["url"]),
+                "headers": headers or None,
+                "transport": config.get("transport", "auto"),
+                "protocol": config.get("protocol", "auto"),
+            }
         env = {k: _expand(str(v), f"env {k!r}") for k, v in (config.get("env") or {}).items()}
-        return StdioServer(
-            str(config["command"]),
-            [str(arg) for arg in config.get("args") or ()],
-            env=env or None,
-            cwd=config.get("cwd"),
-            inherit_env=bool(config.get("inherit_env", False)),
-            protocol=config.get("protocol", "auto"),
-        )
+        return "stdio", {
+            "command": str(config["command"]),
+            "args": [str(arg) for arg in config.get("args") or ()],
+            "env": env or None,
+            "cwd": config.get("cwd"),
+            "inherit_env": bool(config.get("inherit_env", False)),
+            "protocol": config.get("protocol", "auto"),
+        }
     except (KeyError, TypeError, AttributeError) as exc:
         raise UserError(f"server {entry.name!r} of the lockfile has a malformed config ({exc})") from exc
 
@@ -263,7 +264,7 @@ def learned_of(entry: LockedServer) -> Learned:
         return Learned()
     from mcp import types
 
-    from ._protocol import needs_definition
+    from ._calls.protocol import needs_definition
 
     discover = found.get("discover")
     protocol = Protocol(
@@ -311,7 +312,7 @@ def check_policy(on_drift: object) -> DriftPolicy:
     return on_drift  # type: ignore[return-value]
 
 
-def pin(lock: LockSource, on_drift: object, server: Server) -> Pin:
+def pin(lock: LockSource, on_drift: object, server: ServerConfig) -> Pin:
     """The `Pin` of `server`'s entry in `lock` (a path or its parsed JSON)."""
     return Pin(matching(read_lock(lock), server), check_policy(on_drift))
 
