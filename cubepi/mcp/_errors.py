@@ -25,9 +25,21 @@ from ._calls.limits import Phase, ResponseTooLarge, sse_limit_hit
 from ._redact import redact
 
 if TYPE_CHECKING:
+    from mcp import types as mcp_types
+
     from ._transports.base import ServerProcess
 
-__all__ = ["SDK_WORDING", "Attempt", "is_cancellation", "leaves", "reraise", "root_cause", "translate"]
+__all__ = [
+    "SDK_WORDING",
+    "Attempt",
+    "error_result",
+    "is_cancellation",
+    "leaves",
+    "reraise",
+    "root_cause",
+    "said",
+    "translate",
+]
 
 CONNECTION_CLOSED = -32000
 UNSUPPORTED_PROTOCOL_VERSION = -32022
@@ -292,6 +304,19 @@ def _cleaned(exc: BaseException, secrets: Iterable[str]) -> BaseException:
     clone.__cause__ = None
     clone.__suppress_context__ = True
     return clone
+
+
+def error_result(text: str, **fields: Any) -> mcp_types.CallToolResult:
+    """The ``isError`` result a model reads in place of what failed on the server's side (a JSON-RPC error
+    it sent, a task that failed or was cancelled): a failure the server reports is never raised."""
+    from mcp import types
+
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True, **fields)
+
+
+def said(message: str | None) -> str:
+    """``": message"``, or nothing when the server gave none."""
+    return f": {message}" if message else ""
 
 
 def reraise(exc: BaseException) -> Any:

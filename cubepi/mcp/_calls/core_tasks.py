@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from .._errors import error_result, said
 from .._sdk import send_raw
 from .tasks import CANCEL_LIMIT, TERMINAL, Driver, poll_delay
 
@@ -99,7 +100,7 @@ class CoreDriver(Driver):
             task = await self._get()
         if task.status == "cancelled":
             self.ended = True
-            return _error_result(f"task {self.task_id} was cancelled" + _said(task.status_message))
+            return error_result(f"task {self.task_id} was cancelled" + said(task.status_message))
         try:
             result = await self._result(waits=task.status not in TERMINAL)
         except Exception as exc:
@@ -109,7 +110,7 @@ class CoreDriver(Driver):
                 raise
             self.ended = True
             detail = task.status_message or exc.error.message or "no error given"
-            return _error_result(f"task {self.task_id} failed: {detail}")
+            return error_result(f"task {self.task_id} failed: {detail}")
         self.ended = True
         if task.status == "failed" and not result.is_error:
             return result.model_copy(update={"is_error": True})
@@ -166,16 +167,6 @@ class CoreDriver(Driver):
                 await self.session.client.send_request(request, types.Result)
             except Exception:
                 return
-
-
-def _said(message: str | None) -> str:
-    return f": {message}" if message else ""
-
-
-def _error_result(text: str) -> mcp_types.CallToolResult:
-    from mcp import types
-
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 def task_hint(tool: mcp_types.Tool | None, protocol: Protocol) -> str | None:

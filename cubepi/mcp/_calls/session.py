@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 from ...tools import UpdateCallback
-from .._errors import UNSUPPORTED_PROTOCOL_VERSION, Attempt, is_transport_error
+from .._errors import UNSUPPORTED_PROTOCOL_VERSION, Attempt, error_result, is_transport_error
 from .._sdk import absorb_tool_listing, run_input_required_driver
 from .._transports import http as _http
 from .._transports.http import HTTP_CLOSE_GRACE, HttpKind, open_http, recording, resolve_headers
@@ -77,6 +77,13 @@ class Session:
     starting: float | None = None
     headers: dict[str, str] | None = field(default=None, repr=False)
     auth: Any = field(default=None, repr=False)
+
+    def call_deadline(self) -> Deadline:
+        """The limit of a call or a read: `timeouts.call` of silence, `timeouts.max_duration` in all."""
+        timeouts = self.timeouts
+        idle = math.inf if timeouts.call is None else timeouts.call
+        hard = math.inf if timeouts.max_duration is None else anyio.current_time() + timeouts.max_duration
+        return self.deadline(idle, hard)
 
     def deadline(self, idle: float, hard: float) -> Deadline:
         """The limit of this session's next request; the first on a new stdio process watches its start-up."""
@@ -329,12 +336,11 @@ async def call_tool(
     from mcp.client.session import ClientRequestContext
     from mcp.shared.exceptions import MCPError as SdkError
 
-    client, attempt, timeouts, tasks = session.client, session.attempt, session.timeouts, session.tasks
+    client, attempt, tasks = session.client, session.attempt, session.tasks
     definition = session.definitions.get(name)
     attempt.phase, attempt.http_status = "call", None
-    idle = math.inf if timeouts.call is None else timeouts.call
-    hard = math.inf if timeouts.max_duration is None else anyio.current_time() + timeouts.max_duration
-    deadline = session.deadline(idle, hard)
+    deadline = session.call_deadline()
+    idle, hard = deadline.idle, deadline.hard
     if definition is not None and session.protocol.stateless:
         absorb_tool_listing(client, definition)
 
@@ -373,15 +379,12 @@ async def call_tool(
                 return await tasks.finish(session, first, on_update, scope, hard)
             return with_task_hint(first, definition, session.protocol)
         except SdkError as exc:
-            if _is_transport_failure(exc, session):
+            if is_transport_failure(exc, session):
                 raise
             hint = missing_input_hint(exc.code, exc.error.message)
             hint = hint or (None if core else task_hint(definition, session.protocol))  # driven: no advice
-            return types.CallToolResult(
-                content=[
-                    types.TextContent(type="text", text=exc.error.message + (f" ({hint})" if hint else ""))
-                ],
-                is_error=True,
+            return error_result(
+                exc.error.message + (f" ({hint})" if hint else ""),
                 _meta={"jsonrpc_error": exc.error.model_dump(mode="json", exclude_none=True)},
             )
     raise timed_out(session, deadline, hard, name)
@@ -424,7 +427,7 @@ async def _core_task(
     return await session.tasks.finish(session, created, on_update, deadline.scope, hard, CoreDriver)
 
 
-def _is_transport_failure(exc: Any, session: Session) -> bool:
+def is_transport_failure(exc: Any, session: Session) -> bool:
     """Whether an SDK error on a call is the connection's failure rather than the server's answer: one the
     SDK made up, a refused protocol version, a refused authorization, or (handshake era) a session the
     server no longer knows."""

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from ..._calling import lent_elicitation
 from ...errors import MCPError
 from ...tools import ToolUpdate, UpdateCallback
-from .._errors import is_transport_error, reraise, root_cause
+from .._errors import error_result, is_transport_error, reraise, root_cause, said
 from .elicitation import missing_input_hint
 from .limits import Timeouts
 
@@ -292,7 +292,7 @@ class Driver:
                 declined = request.method == "elicitation/create" and can_elicit
                 hint = None if declined else missing_input_hint(_MISSING_CAPABILITY, request.method)
                 text = f"the task asked for input the client did not give: {answer.message}"
-                return _error_result(text + (f" ({hint})" if hint else ""))
+                return error_result(text + (f" ({hint})" if hint else ""))
             responses[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
         update = models.update(params=models.update_params(task_id=self.task_id, input_responses=responses))
         await self._send(update, types.Result)
@@ -368,18 +368,8 @@ def _final(state: Any) -> mcp_types.CallToolResult:
         error = getattr(state, "error", None) or {}
         message = error.get("message") if isinstance(error.get("message"), str) else None
         detail = message or state.status_message or "no error given"
-        result = _error_result(f"task {state.task_id} failed: {detail}")
+        result = error_result(f"task {state.task_id} failed: {detail}")
         if error:
             result.meta = {"task_error": error}
         return result
-    return _error_result(f"task {state.task_id} was cancelled" + _said(state.status_message))
-
-
-def _said(message: str | None) -> str:
-    return f": {message}" if message else ""
-
-
-def _error_result(text: str) -> mcp_types.CallToolResult:
-    from mcp import types
-
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+    return error_result(f"task {state.task_id} was cancelled" + said(state.status_message))

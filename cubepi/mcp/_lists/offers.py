@@ -18,21 +18,20 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import anyio
 from pydantic import BaseModel, Field
 
 from ...errors import UserError
 from ...schema import to_arguments
 from ...tools import AgentTool, AgentToolResult, Content, UpdateCallback
 from .._calls.listings import list_pages
-from .._calls.session import timed_out
+from .._calls.session import is_transport_failure, timed_out
 from .._content import render_mcp_content
+from .._errors import error_result
 from .._transports.http import recording
 
 if TYPE_CHECKING:
@@ -93,32 +92,24 @@ async def get_prompt(
 
 
 async def _bounded(session: Session, request: Callable[[], Any], what: str) -> Any:
-    timeouts = session.timeouts
     session.attempt.phase, session.attempt.http_status = "call", None
-    idle = math.inf if timeouts.call is None else timeouts.call
-    hard = math.inf if timeouts.max_duration is None else anyio.current_time() + timeouts.max_duration
-    deadline = session.deadline(idle, hard)
+    deadline = session.call_deadline()
     with deadline.scope, recording(session.attempt, session.headers, session.auth):
         return await (deadline.run(request) if deadline.watching else request())
-    raise timed_out(session, deadline, hard, what)
+    raise timed_out(session, deadline, deadline.hard, what)
 
 
 async def answered(session: Session, work: Callable[..., Any], *args: Any) -> Any:
     """`work` for the model: a JSON-RPC error the server answers (an unknown URI, a missing argument)
     becomes an ``isError`` result the model reads; a transport failure still raises."""
-    from mcp import types
     from mcp.shared.exceptions import MCPError as SdkError
-
-    from .._calls.session import _is_transport_failure
 
     try:
         return await work(session, *args)
     except SdkError as exc:
-        if _is_transport_failure(exc, session):
+        if is_transport_failure(exc, session):
             raise
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=exc.error.message)], is_error=True
-        )
+        return error_result(exc.error.message)
 
 
 # -- what a result looks like ------------------------------------------------------------------------------
