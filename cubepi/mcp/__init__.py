@@ -27,6 +27,8 @@ raises `UserError` naming ``pip install "cubepi[mcp]"``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..errors import MCPError, MCPTimeoutError, ServerSkippedWarning
 from ._config import load_mcp_tools_from_config
 from ._connection import MCPConnection, ToolsChangedCallback
@@ -41,9 +43,29 @@ from ._servers import ENV_PASSTHROUGH, HttpServer, StdioServer
 from ._tool import make_mcp_agent_tool
 from ._toollist import MCPToolList, ToolChanges
 
+if TYPE_CHECKING:
+    from ._dpop import DPoP, DPoPMode
+
+
+def __getattr__(name: str) -> Any:
+    """`DPoP` (an `httpx2.Auth`) and `DPoPMode`, imported on use: importing this package needs no SDK."""
+    if name in ("DPoP", "DPoPMode"):
+        from ._sdk import ensure_sdk
+
+        ensure_sdk()
+        from . import _dpop
+
+        value = getattr(_dpop, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "ENV_PASSTHROUGH",
     "CallContext",
+    "DPoP",
+    "DPoPMode",
     "DriftWarning",
     "HttpServer",
     "MCPConnection",
