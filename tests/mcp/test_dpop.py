@@ -458,3 +458,63 @@ async def test_off_sends_no_proof_even_where_advertised(
 ) -> None:
     assert (await post(http, DPoP(provider(f"{BASE}/mcp"), mode="off"))).status_code == 200
     assert all(entry["dpop"] is None for entry in authority.seen)
+
+
+def answering(token_body: bytes, algs: Any = ("ES256",)) -> httpx2.MockTransport:
+    """An authorization server whose metadata lists `algs` and whose token endpoint answers 200 with
+    `token_body`; its resource answers 401."""
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        path = request.url.path
+        if path.startswith("/.well-known/oauth-protected-resource"):
+            return httpx2.Response(200, json={"resource": f"{BASE}/mcp", "authorization_servers": [BASE]})
+        if path == "/.well-known/oauth-authorization-server":
+            metadata = {
+                "issuer": BASE,
+                "authorization_endpoint": f"{BASE}/a",
+                "token_endpoint": f"{BASE}/token",
+            }
+            return httpx2.Response(
+                200,
+                json={
+                    **metadata,
+                    "response_types_supported": ["code"],
+                    "dpop_signing_alg_values_supported": list(algs),
+                },
+            )
+        if path == "/token":
+            return httpx2.Response(200, content=token_body, headers={"content-type": "application/json"})
+        return httpx2.Response(401)
+
+    return httpx2.MockTransport(handle)
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[1]", b'{"token_type": "DPoP"}'])
+async def test_a_garbled_token_answer_is_the_sdks_error(body: bytes) -> None:
+    async with httpx2.AsyncClient(transport=answering(body)) as client:
+        with pytest.raises(Exception) as refused:
+            await client.post(f"{BASE}/mcp", json={}, auth=DPoP(provider(f"{BASE}/mcp")))
+    assert type(refused.value).__module__.startswith("mcp."), repr(refused.value)
+
+
+@pytest.mark.parametrize("algs", [["ES256"] * 65, ["ES256", 256]])
+async def test_an_algorithm_list_out_of_bounds_is_not_advertised(algs: list[Any]) -> None:
+    token = b'{"access_token": "t0k3n-abcdef", "token_type": "Bearer", "expires_in": 60}'
+    seen: list[httpx2.Request] = []
+    transport = answering(token, algs)
+    handle = transport.handler  # type: ignore[attr-defined]
+    transport.handler = lambda request: (seen.append(request), handle(request))[1]  # type: ignore[attr-defined]
+    async with httpx2.AsyncClient(transport=transport) as client:
+        assert (
+            await client.post(f"{BASE}/mcp", json={}, auth=DPoP(provider(f"{BASE}/mcp")))
+        ).status_code == 401
+    (token_request,) = [request for request in seen if request.url.path == "/token"]
+    assert "DPoP" not in token_request.headers
+
+
+async def test_without_cryptography_dpop_names_the_extra(
+    http: httpx2.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "cryptography", None)
+    with pytest.raises(UserError, match=r'pip install "cubepi\[mcp\]"'):
+        await post(http, DPoP(provider(f"{BASE}/mcp")))
