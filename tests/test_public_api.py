@@ -56,3 +56,19 @@ def test_unknown_root_attribute_is_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         cubepi.Nope  # noqa: B018
+
+
+def test_dpop_is_reachable_from_cubepi_mcp_but_imported_on_use() -> None:
+    code = (
+        "import sys, cubepi.mcp\n"
+        "assert 'httpx2' not in sys.modules and 'cubepi.mcp._transports.dpop' not in sys.modules\n"
+        "from cubepi.mcp import DPoP\n"
+        "assert DPoP.__module__ == 'cubepi.mcp._transports.dpop' and 'DPoP' in cubepi.mcp.__all__\n"
+        "try:\n"
+        "    cubepi.mcp.Nope\n"
+        "except AttributeError as exc:\n"
+        "    assert \"no attribute 'Nope'\" in str(exc)\n"
+        "else:\n"
+        "    raise AssertionError('cubepi.mcp.Nope')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -28,6 +28,8 @@ raises `UserError` naming ``pip install "cubepi[mcp]"``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..errors import MCPError, MCPTimeoutError, ServerSkippedWarning
 from ._connection import MCPConnection, ToolsChangedCallback
 from ._content import render_mcp_content
@@ -42,9 +44,29 @@ from ._lists.toollist import MCPToolList, ToolChanges
 from ._lockfile import DriftWarning
 from ._servers import ENV_PASSTHROUGH, HttpServer, StdioServer
 
+if TYPE_CHECKING:
+    from ._transports.dpop import DPoP, DPoPMode
+
+
+def __getattr__(name: str) -> Any:
+    """`DPoP` (an `httpx2.Auth`) and `DPoPMode`, imported on use: importing this package needs no SDK."""
+    if name in ("DPoP", "DPoPMode"):
+        from ._sdk import ensure_sdk
+
+        ensure_sdk()
+        from ._transports import dpop
+
+        value = getattr(dpop, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "ENV_PASSTHROUGH",
     "CallContext",
+    "DPoP",
+    "DPoPMode",
     "DriftWarning",
     "HttpServer",
     "MCPConnection",

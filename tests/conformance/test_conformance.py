@@ -114,15 +114,6 @@ class ExpectedFailure(AssertionError):
     """The run failed for its known reason (any other failure is a plain `AssertionError`)."""
 
 
-NO_DPOP = Expected(
-    "the mcp SDK 2.3 OAuth client has no DPoP (RFC 9449): it sends no DPoP proof to the token endpoint and "
-    "presents the token as Bearer; the raw SDK client fails the same way",
-    "no DPoP proof in the token request",
-    frozenset(
-        f"sep-1932-client-{check}"
-        for check in ("token-request-proof", "dpop-auth-scheme", "fresh-proof", "as-nonce", "rs-nonce")
-    ),
-)
 NO_PUBLIC_JWT_BEARER = Expected(
     "the mcp SDK 2.3 has no RFC 7523 JWT-bearer grant for a public client (a workload with its JWT only, "
     "auth method none): PrivateKeyJWTOAuthProvider sends such a JWT as a client assertion in a "
@@ -138,10 +129,6 @@ NO_DEFAULT_RESULT_TYPE = Expected(
     "CallToolResult.resultType\n  Field required",
 )
 EXPECTED_FAILURES: dict[tuple[str, str], Expected] = {
-    ("auth/dpop", H): NO_DPOP,
-    ("auth/dpop", S): NO_DPOP,
-    ("auth/dpop-nonce", H): NO_DPOP,
-    ("auth/dpop-nonce", S): NO_DPOP,
     ("auth/wif-jwt-bearer", H): NO_PUBLIC_JWT_BEARER,
     ("auth/wif-jwt-bearer", S): NO_PUBLIC_JWT_BEARER,
     ("sep-2322-client-request-state", S): NO_DEFAULT_RESULT_TYPE,

@@ -1,15 +1,16 @@
 """Streamable HTTP and SSE, whole: the client a list's calls share, what cubepi adds to it, the transports.
 
-`http_client(server)` is the SDK's client (its timeouts) with the server's static headers and `auth`, and a
-guard on what a session sends (`Client.send`), which adds for each request:
+`http_client(server)` is the SDK's client (its timeouts) with the server's static headers and `auth` (an SDK
+OAuth provider wrapped in `dpop.DPoP`, which binds its tokens to a key where the authorization server
+supports it), and a guard on what a session sends (`Client.send`), which adds for each request:
 
 - the headers of a callable `HttpServer.headers`, resolved once per session (`resolve_headers`): the
   client itself is shared by the sessions of a list;
 - the HTTP status of the MCP endpoint's error answers, kept for the session's error (the SDK turns them
   into JSON-RPC errors and drops the status). Only the endpoint's own: an OAuth provider's token or
   metadata requests go through this client too, and their failure is the auth's error, not the server's;
-- the credentials it sends (``Authorization``, which `auth` sets, and the resolved headers) as secrets,
-  redacted from the session's errors and from httpx2's log lines;
+- the credentials it sends (``Authorization`` and ``DPoP``, which `auth` sets, and the resolved headers)
+  as secrets, redacted from the session's errors and from httpx2's log lines;
 - a bound on a response body (`max_response_bytes`, counted as it arrives; event streams are bounded
   per event by the SDK) and on ending a handshake-era session: its ``DELETE``, body included, may take
   `HTTP_CLOSE_GRACE` seconds in all.
@@ -43,7 +44,7 @@ __all__ = ["HTTP_CLOSE_GRACE", "HttpKind", "http_client", "open_http", "recordin
 HttpKind = Literal["streamable-http", "sse"]
 # How long ending an HTTP session may take: its DELETE, or its teardown once the caller is cancelled.
 HTTP_CLOSE_GRACE = 5.0
-_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization")
+_CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "dpop")
 
 # The session whose requests go out now: its `Attempt`, and the headers a callable resolved for it. The SDK's
 # transports send each request in its sender's context, so whoever sends sets it (`recording`).
@@ -57,6 +58,8 @@ def http_client(server: HttpConfig) -> httpx2.AsyncClient:
     """A client for `server`: the SDK's timeouts, the server's static headers and auth, cubepi's guard."""
     import httpx2
 
+    from .dpop import with_dpop
+
     request_timeout, read_timeout = http_timeouts()
     static = server.headers if isinstance(server.headers, Mapping) else None
     _redact_logs()
@@ -64,7 +67,7 @@ def http_client(server: HttpConfig) -> httpx2.AsyncClient:
     client: httpx2.AsyncClient = _client_type()(
         timeout=httpx2.Timeout(request_timeout, read=read_timeout),
         headers=dict(static) if static else None,
-        auth=server.auth,
+        auth=with_dpop(server.auth),
         event_hooks={"request": [_SecretNoter(names)]},  # a call context may bring credentials
     )
     client.guard(server.max_response_bytes)  # type: ignore[attr-defined]
@@ -93,6 +96,8 @@ class _SecretNoter:
 def _client_type() -> Any:
     import httpx2
 
+    from .dpop import with_dpop
+
     class Client(httpx2.AsyncClient):
         """The SDK's client with cubepi's guard on each request a session sends (see the module docstring).
 
@@ -114,7 +119,7 @@ def _client_type() -> Any:
                 if scope[1]:
                     request.headers.update(scope[1])
                 if scope[2] is not None:
-                    options["auth"] = scope[2]
+                    options["auth"] = with_dpop(scope[2])
             if request.method == "DELETE":
                 with anyio.move_on_after(HTTP_CLOSE_GRACE):
                     return await self._guarded(request, False, options)
