@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import binascii
+import codecs
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..tools import AgentToolResult, Content, ImageContent, TextContent
 
-__all__ = ["render_mcp_content"]
+__all__ = ["blob_text", "render_mcp_content"]
 
 ERROR_PREFIX = "[tool error] "
 
@@ -19,7 +20,8 @@ def render_mcp_content(result: Any) -> AgentToolResult:
 
     - text → `TextContent`; image → `ImageContent`;
     - audio → a text placeholder naming its type and size (never raw base64 in text);
-    - embedded resources: text inlined, image blobs as `ImageContent`, other blobs as size-stamped
+    - embedded resources: text inlined, image blobs as `ImageContent`, blobs of a textual MIME type
+      (``text/*``, JSON, XML, YAML, ...) that decode cleanly as text, other blobs as size-stamped
       placeholders; resource links → ``[resource link: uri]`` lines;
     - ``structuredContent`` → ``details["structuredContent"]`` (and, when the server sent no content
       blocks at all, its JSON as text so the model sees it);
@@ -86,9 +88,37 @@ def _render_resource(resource: dict[str, Any]) -> list[Content]:
     if isinstance(blob, str):
         if isinstance(mime, str) and mime.startswith("image/"):
             return [ImageContent(data=blob, mime_type=mime)]
+        text = blob_text(blob, mime)
+        if text is not None:
+            return [TextContent(text)]
         kind = mime or "application/octet-stream"
         return [TextContent(f"[resource: {uri} ({kind}, {_human(_b64_size(blob))})]")]
     return [TextContent(f"[resource: {uri}]")]
+
+
+# Types that are text under another top-level name; a ``+json`` / ``+xml`` suffix counts too.
+_TEXTUAL = frozenset(
+    {
+        *("application/json", "application/ld+json", "application/xml", "application/yaml"),
+        *("application/x-yaml", "application/toml", "application/javascript", "application/ecmascript"),
+        *("application/x-sh", "application/sql", "application/graphql", "application/x-ndjson"),
+    }
+)
+
+
+def blob_text(blob: Any, mime: Any) -> str | None:
+    """A blob's text when its MIME type is textual and its bytes decode in its charset (UTF-8 unless
+    it names another); `None` keeps the placeholder (binary, bad base64, bytes that are not that text)."""
+    if not isinstance(blob, str) or not isinstance(mime, str):
+        return None
+    kind, *params = (part.strip() for part in mime.lower().split(";"))
+    if not (kind.startswith("text/") or kind in _TEXTUAL or kind.endswith(("+json", "+xml"))):
+        return None
+    charset = next((p[8:].strip("\"' ") for p in params if p.startswith("charset=")), "utf-8")
+    try:
+        return binascii.a2b_base64(blob).decode(codecs.lookup(charset).name)
+    except (binascii.Error, LookupError, UnicodeDecodeError, ValueError):
+        return None
 
 
 def _b64_size(data: Any) -> int:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
 from mcp import types
 
-from cubepi import ImageContent, TextContent
+from cubepi import Content, ImageContent, TextContent
 from cubepi.mcp import render_mcp_content
 
 PNG_B64 = base64.b64encode(b"\x89PNG fake").decode()
@@ -172,3 +173,54 @@ def test_errors_are_marked_once() -> None:
 def test_anything_else_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="expects an MCP CallToolResult or its dict, got list"):
         render_mcp_content([])
+
+
+def _read(mime: str | None, data: bytes) -> Content:
+    resource: dict[str, Any] = {"uri": "memo://r", "blob": base64.b64encode(data).decode()}
+    if mime is not None:
+        resource["mimeType"] = mime
+    (block,) = render_mcp_content({"content": [{"type": "resource", "resource": resource}]}).content
+    return block
+
+
+@pytest.mark.parametrize(
+    ("mime", "data", "text"),
+    [
+        ("text/plain", "naïve ☃".encode(), "naïve ☃"),
+        ("Text/Markdown; charset=UTF-8", b"# title", "# title"),
+        ("application/json", b'{"a": 1}', '{"a": 1}'),
+        ("application/vnd.api+json", b"[]", "[]"),
+        ("image/svg+xml", b"<svg/>", None),  # an image type: ImageContent, as before
+        ("application/atom+xml", b"<feed/>", "<feed/>"),
+        ("application/x-yaml", b"a: 1", "a: 1"),
+        ("text/plain; charset=latin-1", "café".encode("latin-1"), "café"),
+        ('text/plain; charset="utf-16"', "hi".encode("utf-16"), "hi"),
+    ],
+)
+def test_a_blob_of_a_textual_type_reads_as_its_text(mime: str, data: bytes, text: str | None) -> None:
+    block = _read(mime, data)
+    if text is None:
+        assert isinstance(block, ImageContent)
+    else:
+        assert block == TextContent(text)
+
+
+@pytest.mark.parametrize(
+    ("mime", "data", "shown"),
+    [
+        ("text/plain", "café".encode("latin-1"), "text/plain, 4 bytes"),  # not UTF-8
+        ("text/plain; charset=rot13", b"uryyb", "text/plain; charset=rot13, 5 bytes"),  # not a text codec
+        ("text/plain; charset=no-such", b"hello", "text/plain; charset=no-such, 5 bytes"),
+        ("application/octet-stream", b"hello", "application/octet-stream, 5 bytes"),
+        ("application/zip", b"hello", "application/zip, 5 bytes"),
+        (None, b"hello", "application/octet-stream, 5 bytes"),
+    ],
+)
+def test_a_blob_that_is_not_text_keeps_its_placeholder(mime: str | None, data: bytes, shown: str) -> None:
+    assert _read(mime, data) == TextContent(f"[resource: memo://r ({shown})]")
+
+
+def test_a_textual_blob_of_bad_base64_keeps_its_placeholder() -> None:
+    resource = {"uri": "memo://r", "mimeType": "text/plain", "blob": "aGVsbG8"}  # padding missing
+    (block,) = render_mcp_content({"content": [{"type": "resource", "resource": resource}]}).content
+    assert isinstance(block, TextContent) and block.text.startswith("[resource: memo://r (text/plain, ")

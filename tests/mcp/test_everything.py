@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import EVERYTHING, LeakChecker, RunningServer
 
-from cubepi import AgentTool, ImageContent, ToolUpdate
+from cubepi import AgentTool, ImageContent, TextContent, ToolUpdate
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools, make_mcp_agent_tool
 
 
@@ -35,6 +35,8 @@ async def test_everything(everything: StdioServer | HttpServer, leaks: LeakCheck
 
     embedded = await tools["get-resource-reference"].execute({"resourceType": "Text", "resourceId": 1})
     assert "Resource 1: This is a plaintext resource" in embedded.text
+    blob = await tools["get-resource-reference"].execute({"resourceType": "Blob", "resourceId": 1})
+    assert "\nResource 1: This is a base64 blob created at " in blob.text  # text/plain, so read as text
 
     weather = await tools["get-structured-content"].execute({"location": "Chicago"})
     assert set(weather.details["structuredContent"]) >= {"temperature", "conditions", "humidity"}
@@ -60,3 +62,17 @@ async def test_everything_errors_and_progress(everything: StdioServer | HttpServ
     done = await long_run.execute({"duration": 0.3, "steps": 3}, on_update=updates.append)
     assert not done.is_error
     assert [u.progress for u in updates] == [1, 2, 3] and all(u.total == 3 for u in updates)
+
+
+async def test_a_text_blob_is_cut_by_max_output_chars(everything: StdioServer | HttpServer) -> None:
+    whole = await make_mcp_agent_tool(
+        {"name": "get-resource-reference", "inputSchema": {"type": "object"}}, everything
+    ).execute({"resourceType": "Blob", "resourceId": 1})
+    async with await load_mcp_tools(everything, timeout=30, max_output_chars=60) as tools:
+        tool = next(t for t in tools if t.name == "get-resource-reference")
+        cut = await tool.execute({"resourceType": "Blob", "resourceId": 1})
+    texts = [block.text for block in whole.content if isinstance(block, TextContent)]
+    assert texts[1].startswith("Resource 1: This is a base64 blob")
+    assert cut.details["truncated"] == {"total_chars": sum(map(len, texts)), "kept_chars": 60, "limit": 60}
+    kept = "".join(texts)[:60]
+    assert cut.text.replace("\n", "").startswith(kept.replace("\n", "")) and "[truncated: " in cut.text

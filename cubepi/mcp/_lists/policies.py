@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from ...errors import UserError
 from ...tools import AgentToolResult, Content, ImageContent, TextContent
-from .._content import render_mcp_content
+from .._content import blob_text, render_mcp_content
 from .hidden_arguments import check_hidden
 from .result_pages import READ_MORE, PageStore, check_page_results, read_on, register
 
@@ -301,6 +301,8 @@ def _clip_raw(raw: Any, limit: int) -> tuple[Any, _Cut]:
     for block in blocks:
         text = getattr(block, "text", None)
         resource = getattr(block, "resource", None)
+        if resource is not None and not isinstance(getattr(resource, "text", None), str):
+            block, resource = _as_text_resource(block, resource)
         holder, inner = (
             (block, text) if isinstance(text, str) else (resource, getattr(resource, "text", None))
         )
@@ -321,6 +323,20 @@ def _clip_raw(raw: Any, limit: int) -> tuple[Any, _Cut]:
     if cut.cut == 0:
         return raw, cut
     return raw.model_copy(update={"content": clipped}), cut
+
+
+def _as_text_resource(block: Any, resource: Any) -> tuple[Any, Any]:
+    """An embedded blob that the rendering would show as text, as the text resource it reads as, so
+    its text is cut like any other."""
+    text = blob_text(getattr(resource, "blob", None), getattr(resource, "mime_type", None))
+    if text is None:
+        return block, resource
+    from mcp import types
+
+    readable = types.TextResourceContents(
+        uri=resource.uri, mime_type=resource.mime_type, text=text, _meta=resource.meta
+    )
+    return block.model_copy(update={"resource": readable}), readable
 
 
 def _clip_result(
