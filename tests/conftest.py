@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx2
@@ -25,6 +25,9 @@ import pytest
 from cubepi.mcp import ToolChanges
 from cubepi.mcp._calls.ownership import IDLE_GRACE
 from cubepi.tools import ToolUpdate
+
+if TYPE_CHECKING:
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 TESTS = Path(__file__).parent
 SERVERS = TESTS / "servers"
@@ -325,3 +328,23 @@ class Recorder:
     async def next(self, limit: float = 20.0) -> ToolChanges:
         with anyio.fail_after(limit):
             return await self.receive.receive()
+
+
+class Storage:
+    """The SDK's `TokenStorage` in memory, with a pre-registered client (if any)."""
+
+    def __init__(self, client_info: OAuthClientInformationFull | None = None) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client_info = client_info
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client_info
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client_info = client_info

@@ -20,12 +20,11 @@ from typing import Any
 import httpx2
 import jwt
 import pytest
-from conftest import PYTHON, SERVERS, StartServer
+from conftest import PYTHON, SERVERS, StartServer, Storage
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa, x25519
 from jwt.algorithms import ECAlgorithm
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from cubepi import MCPError, UserError
 from cubepi.mcp import DPoP, HttpServer, call_context, load_mcp_tools, load_mcp_tools_http
@@ -36,26 +35,6 @@ sys.path.insert(0, str(SERVERS))
 import dpop  # tests/servers/dpop.py: the checks, for the in-process tests
 
 ERAS = {"2026-07-28": "auto", "handshake": "legacy"}
-
-
-class Storage:
-    """`TokenStorage` in memory."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client_info: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client_info
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client_info = client_info
 
 
 def provider(url: str) -> ClientCredentialsOAuthProvider:

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
-from conftest import LeakChecker, plain_http_server
+from conftest import LeakChecker, Storage, plain_http_server
 from mcp import Client
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, OAuthTokenError
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
@@ -95,14 +95,6 @@ def server() -> Iterator[tuple[str, list[tuple[str, str]]]]:
     seen: list[tuple[str, str]] = []
     with plain_http_server(type("Handler", (AuthorizingServer,), {"seen": seen})) as base:
         yield base, seen
-
-
-class Storage:
-    """`TokenStorage` in memory, with a pre-registered client (if any)."""
-
-    def __init__(self, client_info: OAuthClientInformationFull | None = None) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client_info = client_info
 
     async def get_tokens(self) -> OAuthToken | None:
         return self.tokens
