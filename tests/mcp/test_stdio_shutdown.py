@@ -172,6 +172,7 @@ async def test_a_tool_without_a_list_waits_for_its_servers_exit(exits: Exits) ->
         assert exits.exited(pid) and not running(pid)
 
 
+@pytest.mark.usefixtures("long_grace")
 def test_the_loop_ending_with_the_list_never_closed_kills_every_server(exits: Exits) -> None:
     leaks = LeakChecker()
     seen: list[int] = []
