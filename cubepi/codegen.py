@@ -277,6 +277,7 @@ _RESERVED = frozenset(
 _MAX_DEPTH = 8  # the schema the runtime left untyped, read this deep
 _MAX_NAME = 60  # a function name (and its classes' names) stays within a line
 _SHORT_LITERAL = 40
+_SHORT_CONTAINER = 50  # a longer list or dict of a union names the union (an alias)
 
 
 def py_str(text: str) -> str:
@@ -393,29 +394,32 @@ class _Graph:
             node = resolve_ref(node["$ref"], self.root)
         return None
 
-    def parts(self, annotation: Any, node: Any) -> list[Any]:
-        """A runtime annotation as union parts; `node` is the schema it was built from, where known."""
+    def parts(self, annotation: Any, node: Any, depth: int = 0) -> list[Any]:
+        """A runtime annotation as union parts; `node` is the schema it was built from, where known;
+        `depth` counts the lists and dicts around it (a line holds only so many)."""
+        if depth > _MAX_DEPTH:
+            return [_Any(ANY_DEEP)]
         if annotation is Any:
-            return self.schema_parts(node, 0)
+            return self.schema_parts(node, depth)
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             return [self.name(annotation)]
         if annotation in _PY:
             return [_PY[annotation]]
         origin, args = _origin(annotation), typing.get_args(annotation)
         if origin is Annotated:
-            return self.parts(args[0], node)
+            return self.parts(args[0], node, depth)
         if origin is Literal:
             return _literal(args)
         node = self.deref(node)
         if origin is list:
             items = _Any(ANY_TUPLE) if isinstance(node, Mapping) and "prefixItems" in node else None
-            return [("list", [items] if items else self.parts(args[0], _get(node, "items")))]
+            return [("list", [items] if items else self.parts(args[0], _get(node, "items"), depth + 1))]
         if origin is dict:
-            return [("dict", self.parts(args[1], _get(node, "additionalProperties")))]
+            return [("dict", self.parts(args[1], _get(node, "additionalProperties"), depth + 1))]
         if origin is Union:
             branches = _branches(node, args)
             return _merge(
-                [part for arg, sub in zip(args, branches, strict=True) for part in self.parts(arg, sub)]
+                [p for arg, sub in zip(args, branches, strict=True) for p in self.parts(arg, sub, depth)]
             )
         return [_Any(ANY_UNKNOWN)]
 
@@ -511,6 +515,8 @@ class _Writer:
         self.taken = taken
         self.aliases: dict[tuple[str, ...], str] = {}
         self.lines: list[str] = []
+        self.unions: dict[tuple[str, ...], str] = {}
+        self.tail: list[str] = []
         self.used: set[str] = set()
 
     def annotation(self, parts: list[Any], hint: str) -> list[str]:
@@ -521,8 +527,12 @@ class _Writer:
                 out.append(self._literal(part, hint))
             elif isinstance(part, tuple):
                 kind, inner = part
+                members = self.annotation(inner, f"{hint} {'item' if kind == 'list' else 'value'}")
                 key = "str, " if kind == "dict" else ""
-                out.append(f"{kind}[{key}{' | '.join(self.annotation(inner, hint))}]")
+                text = f"{kind}[{key}{' | '.join(members)}]"
+                if len(text) > _SHORT_CONTAINER and len(members) > 1:
+                    text = f"{kind}[{key}{self._union(tuple(members), hint)}]"
+                out.append(text)
             else:
                 if isinstance(part, _Any) or part == "Number":
                     self.used.add(str(part))
@@ -532,6 +542,21 @@ class _Writer:
     def why(self, parts: list[Any]) -> str:
         """Why the parts hold an `Any` the schema did not ask for (empty when none does)."""
         return "; ".join(dict.fromkeys(reason for reason in _reasons(parts) if reason))
+
+    def _union(self, members: tuple[str, ...], hint: str) -> str:
+        """A long union inside a list or dict as an alias, written after the classes it names (ruff
+        would split a long subscript in shapes this module does not write)."""
+        if members not in self.unions:
+            name = self.unions[members] = _free(class_name(hint), self.taken)
+            line = f"{name} = {' | '.join(members)}"
+            inner = f"    {' | '.join(members)}"
+            split = (
+                [inner]
+                if len(inner) <= WIDTH
+                else [f"    {members[0]}", *(f"    | {m}" for m in members[1:])]
+            )
+            self.tail += ["", "", *([line] if len(line) <= WIDTH else [f"{name} = (", *split, ")"])]
+        return self.unions[members]
 
     def _literal(self, values: tuple[Any, ...], hint: str) -> str:
         self.used.add("Literal")
@@ -585,7 +610,7 @@ def _docstring(summary: str, args: list[tuple[str, str]], indent: str) -> list[s
             body += _wrap(f"{name}: {_text(text) or '(no description)'}", indent + "    ", "    ")
     first = body[0].lstrip()
     body[0] = indent + '"""' + (" " + first if first.startswith('"') else first)
-    if len(body) > 1 or body[-1].endswith('"') or len(body[0]) + 3 > WIDTH:
+    if len(body) > 1 or body[-1].endswith('"'):  # ruff keeps a one-line docstring on one line
         body.append(indent)
     body[-1] += '"""'
     return body
@@ -889,6 +914,7 @@ def generate(lock: Mapping[str, Any]) -> str:
         "    _CLIENT.use_server(server, name)",
         *writer.lines,
         *body,
+        *writer.tail,
         "",
         "",
         "# What the module was generated from (`cubepi codegen --check` compares the server).",
