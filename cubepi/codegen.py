@@ -627,9 +627,10 @@ def _identifier(text: str, taken: set[str]) -> str:
 
 
 def _lock_constant(lock: Mapping[str, Any]) -> list[str]:
-    """The lock as a readable Python string: the lockfile's JSON (ASCII), backslashes doubled. JSON never
+    """The lock as a readable Python string: the lockfile's JSON (ASCII), backslashes doubled, keys in
+    the server's order (a schema's property order is the order its arguments are sent in). JSON never
     has three quotes in a row (a quote inside a string is escaped), so nothing ends the string early."""
-    text = json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=True).replace("\\", "\\\\")
+    text = json.dumps(lock, indent=2, ensure_ascii=True).replace("\\", "\\\\")
     return [f'{LOCK_NAME} = """\\', *text.splitlines(), '"""']
 
 
