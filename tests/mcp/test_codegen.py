@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import pydantic
 import pytest
-from conftest import EVERYTHING, KITCHEN, PYTHON, SERVERS, TESTS, StartServer
+from conftest import EVERYTHING, FILESYSTEM, KITCHEN, PYTHON, SERVERS, TESTS, StartServer
 
 from cubepi.cli import main
 from cubepi.codegen import UNSET, embedded_lock, generate, py_str, raw_result
@@ -121,7 +121,8 @@ def corpus_url(http_server_factory: StartServer) -> str:
 @pytest.fixture(scope="module")
 def generated(corpus_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     """Every generated module of this file, by name, in one directory: one per corpus server, the
-    2026-07-28 kitchen server's, server-everything's (when installed) and the hostile server's."""
+    2026-07-28 kitchen server's, server-everything's and server-filesystem's (when installed), the
+    recorder's (nested objects, a `$ref` cycle, an output schema) and the hostile server's."""
     out = tmp_path_factory.mktemp("generated")
     modules = {
         path.stem: _codegen(
@@ -132,6 +133,12 @@ def generated(corpus_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     modules["kitchen"] = _codegen(out / "client_kitchen.py", "--", PYTHON, str(KITCHEN))
     if EVERYTHING.exists():
         modules["everything-npm"] = _codegen(out / "client_everything_npm.py", "--", str(EVERYTHING), "stdio")
+    if FILESYSTEM.exists():
+        (out / "box").mkdir()
+        modules["filesystem-npm"] = _codegen(
+            out / "client_filesystem_npm.py", "--", str(FILESYSTEM), str(out / "box")
+        )
+    modules["recorder"] = _codegen(out / "client_recorder.py", "--", PYTHON, str(SERVERS / "recorder.py"))
     hostile = out / "hostile.json"
     hostile.write_text(json.dumps({"tools": HOSTILE_TOOLS}))
     cwd = Path.cwd()

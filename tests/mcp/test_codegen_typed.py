@@ -278,3 +278,44 @@ def test_a_wrong_argument_type_fails_mypy(folder: Path) -> None:
     wrong = _mypy(folder, "recorded.py", "wrong_edit.py")
     assert wrong.returncode == 1
     assert 'List item 0 has incompatible type "dict[str, str]"; expected "NestEditsItem"' in wrong.stdout
+
+
+# -- --check FILE ----------------------------------------------------------------------------------------
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str], *needles: str) -> None:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("cubepi: error: "), err
+    assert all(needle in err for needle in needles), err
+
+
+def test_check_takes_the_file_as_lock_check_does(
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = str(folder / "recorded.py")
+    assert main(["codegen", "--check", module]) == 0
+    assert main(["codegen", "-o", module, "--check"]) == 0
+    assert main(["codegen", "--check", module, "-o", module]) == 0
+    assert f"{module}: every tool matches" in capsys.readouterr().out
+    lockfile = str(tmp_path / "cubepi.lock")
+    assert main(["lock", "-o", lockfile, "--", *RECORDER]) == 0
+    assert main(["lock", "--check", lockfile]) == 0
+    assert main(["lock", "-o", lockfile, "--check"]) == 0
+    assert f"{lockfile}: every tool matches" in capsys.readouterr().out
+
+
+def test_a_bad_check_spelling_is_one_line_naming_the_right_one(
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module, other = str(folder / "recorded.py"), str(tmp_path / "other.py")
+    assert main(["codegen", "--check", module, "-o", other]) == 2
+    _one_line_error(capsys, f"cubepi codegen --check {module}", "two files")
+    assert main(["lock", "--check", "a.lock", "-o", "b.lock"]) == 2
+    _one_line_error(capsys, "cubepi lock --check a.lock")
+    assert main(["codegen", "--check", other]) == 2
+    _one_line_error(capsys, f"no {other} to check", f"cubepi codegen -o {other}", "--check FILE")
+    monkeypatch.chdir(tmp_path)  # no client.py, no cubepi.lock here: the defaults
+    assert main(["codegen", "--check"]) == 2
+    _one_line_error(capsys, "no client.py to check")
+    assert main(["lock", "--check"]) == 2
+    _one_line_error(capsys, "no cubepi.lock to check", "cubepi lock -o cubepi.lock")
