@@ -527,11 +527,12 @@ class _Writer:
                 out.append(self._literal(part, hint))
             elif isinstance(part, tuple):
                 kind, inner = part
-                members = self.annotation(inner, f"{hint} {'item' if kind == 'list' else 'value'}")
+                inner_hint = f"{hint} {'item' if kind == 'list' else 'value'}"
+                members = self.annotation(inner, inner_hint)
                 key = "str, " if kind == "dict" else ""
                 text = f"{kind}[{key}{' | '.join(members)}]"
                 if len(text) > _SHORT_CONTAINER and len(members) > 1:
-                    text = f"{kind}[{key}{self._union(tuple(members), hint)}]"
+                    text = f"{kind}[{key}{self._union(tuple(members), inner_hint)}]"
                 out.append(text)
             else:
                 if isinstance(part, _Any) or part == "Number":

@@ -539,3 +539,225 @@ def test_short_literals_stay_inline_and_deep_unions_end_in_any() -> None:
     assert got["x"][0] == f"Literal['{inline}']"
     assert got["y"][0] == "TY"
     assert got["z"][0] == "Any"
+
+
+# -- nested models and why a type is Any -------------------------------------------------------------------
+
+
+def test_nested_objects_are_models_named_as_the_runtime_names_them(tmp_path: Path, load: Any) -> None:
+    node = {
+        "type": "object",
+        "properties": {
+            "v": {"type": "integer"},
+            "kids": {"type": "array", "items": {"$ref": "#/$defs/none"}},
+        },
+        "required": ["v"],
+    }
+    properties = {
+        "root": {"$ref": "#/$defs/none"},
+        "again": {"$ref": "#"},
+        "pair": {"anyOf": [{"$ref": "#/$defs/none"}, {"type": "null"}]},
+        "shape": {
+            "anyOf": [
+                {"type": "object", "properties": {"r": {"type": "number"}}},
+                {"type": "object", "properties": {"s": {"type": "string"}}, "additionalProperties": False},
+            ]
+        },
+        "table": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+    }
+    definition = tool("t", properties, required=["root"])
+    definition["inputSchema"]["$defs"] = {"none": node}
+    source = generate(lock(server("s", definition)))
+    ruff(source, tmp_path)
+    got = {name: fields(cls) for name, cls in classes(source).items()}
+    # "none" would be the keyword None as a class name.
+    assert got["None_"] == {"v": ("int", None), "kids": ("list[None_] | None", "None")}
+    assert got["TInput"] == {
+        "root": ("None_", None),
+        "again": ("TInput | None", "None"),
+        "pair": ("None_ | None", "None"),
+        "shape": ("TShape1 | TShape2 | None", "None"),
+        "table": ("dict[str, list[str]] | None", "None"),
+    }
+    assert params(functions(source)["t"])["pair"] == ("None_ | Unset | None", "UNSET")
+    assert params(functions(source)["t"])["again"] == ("TInput | Unset", "UNSET")
+    assert 'extra="forbid"' in source.split("class TShape2")[1].split("class")[0]
+    assert 'strict=True, extra="allow"' in source.split("class TShape1")[1].split("class")[0]
+    module = load(source)
+    tree = module.None_(v=1, kids=[module.None_(v=2)])
+    assert cubepi.codegen._wire({"x": [tree]}) == {"x": [{"v": 1, "kids": [{"v": 2}]}]}
+    assert module.TInput(root=tree).again is None
+
+
+def test_what_no_type_says_is_any_with_a_comment(tmp_path: Path) -> None:
+    properties = {
+        "ref": {"$ref": "#/$defs/missing"},
+        "enum": {"enum": [{"a": 1}, 1.5]},
+        "mixed": {"allOf": [{"type": "string"}, {"minLength": 1}]},
+        "tuple": {"type": "array", "prefixItems": [{"type": "string"}]},
+        "free": {},
+        "loop": {"$ref": "#/$defs/loop"},
+        "branch": {"anyOf": [{"$ref": "#/$defs/missing"}, {"type": "string"}, {"enum": [None]}]},
+    }
+    definition = tool("t", properties, required=list(properties))
+    definition["inputSchema"]["$defs"] = {"loop": {"type": "array", "items": {"$ref": "#/$defs/loop"}}}
+    source = generate(lock(server("s", definition)))
+    ruff(source, tmp_path)
+    model = source.split("class TInput")[1].split("async def")[0]
+    why = cubepi.codegen
+    assert f"    # Any: {why.ANY_REF}\n    ref: Any\n" in model
+    assert f"    # Any: {why.ANY_ENUM}\n    enum: Any\n" in model
+    assert "    mixed: Any\n" in model and why.ANY_MIXED.split()[0] in model
+    assert f"    # Any: {why.ANY_TUPLE}\n    tuple: list[Any]\n" in model
+    assert "    free: Any\n" in model and "# Any" not in model.split("free:")[0].splitlines()[-1]
+    assert f"    # Any: {why.ANY_REF}\n    loop: list[Any]\n" in model
+    assert f"    # Any: {why.ANY_REF}\n    branch: Any\n" in model
+    signature = source.split("async def t(")[1]
+    assert f"    # Any: {why.ANY_REF}\n    ref: Any,\n" in signature
+
+
+def test_schema_fallbacks_type_what_they_can() -> None:
+    properties = {
+        "nums": {"anyOf": [{"type": "array", "items": {"type": "number"}}, {"const": "x"}, {}]},
+        "kinds": {"anyOf": [{"type": ["integer", "null"]}, {"type": "boolean"}, {"$ref": "#"}]},
+        "obj": {"anyOf": [{"type": "object"}, {"$ref": "#"}]},
+        "odd": {"anyOf": [{"type": "color"}, {"$ref": "#"}]},
+        "lit": {"anyOf": [{"enum": ["a", None]}, {"$ref": "#"}]},
+    }
+    source = generate(lock(server("s", tool("t", properties, required=list(properties)))))
+    got = fields(classes(source)["TInput"])
+    assert got["nums"] == ("Any", None)
+    assert got["kinds"] == ("int | bool | TInput | None", None)
+    assert got["obj"] == ("dict[str, Any] | TInput", None)
+    assert got["odd"] == ("Any", None)  # an unknown type is normalised to {}: anything
+    assert got["lit"] == ("Literal['a'] | TInput | None", None)
+
+
+def test_numbers_stay_as_given_in_a_model(load: Any) -> None:
+    output = {"type": "object", "properties": {"n": {"type": "number"}, "i": {"enum": [1, 2.0]}}}
+    source = generate(lock(server("s", tool("t", {"n": {"type": "number"}}, outputSchema=output))))
+    assert "from cubepi.codegen import UNSET, GeneratedClient, Number, Unset\n" in source
+    module = load(source)
+    assert repr(module.TInput(n=1).n) == "1" and repr(module.TOutput.model_validate({"n": 2.5}).n) == "2.5"
+    assert fields(classes(source)["TOutput"])["i"] == ("Literal[1, 2] | None", "None")
+    # Output models read JSON as JSON Schema does; input models convert nothing.
+    assert module.TOutput.model_validate({"i": 2.0}).i == 2
+    with pytest.raises(Exception, match="valid"):
+        module.TInput(n="1")
+
+
+def test_long_unions_in_a_list_become_an_alias_after_the_classes(tmp_path: Path, load: Any) -> None:
+    branch = {"type": "object", "properties": {"a_rather_long_property_name": {"type": "string"}}}
+    items = {"anyOf": [branch, {**branch, "required": ["a_rather_long_property_name"]}, {"type": "string"}]}
+    properties = {"things": {"type": "array", "items": items}}
+    source = generate(lock(server("s", tool("make_a_long_name", properties, required=["things"]))))
+    ruff(source, tmp_path)
+    alias = "MakeALongNameThingsItem"
+    assert fields(classes(source)["MakeALongNameInput"])["things"] == (f"list[{alias}]", None)
+    assert source.index(f"\n{alias} = ") > source.index("async def make_a_long_name(")
+    module = load(source)
+    one = getattr(module, alias).__args__[0]
+    assert module.MakeALongNameInput(things=[one(), "x"]).things[1] == "x"
+
+
+def test_class_names_are_capped_and_unique(tmp_path: Path) -> None:
+    inner = {"type": "object", "properties": {"x": {"type": "string"}}}
+    long = "p" * 70
+    properties = {long: inner, long + "q": inner | {"required": ["x"]}}
+    source = generate(lock(server("s", tool("t", properties))))
+    ruff(source, tmp_path)
+    names = [name for name in classes(source) if name != "TInput"]
+    assert len(names) == 2 and len(set(names)) == 2 and all(len(name) <= 62 for name in names)
+
+
+# -- what a call returns -------------------------------------------------------------------------------
+
+
+def answering(module: Any, monkeypatch: pytest.MonkeyPatch, result: AgentToolResult) -> list[Any]:
+    """Make every call of `module` answer `result`; the arguments `execute` got, in a list."""
+    sent: list[Any] = []
+
+    class Answer:
+        async def execute(self, arguments: Any) -> AgentToolResult:
+            sent.append(arguments)
+            return result
+
+    monkeypatch.setattr(module._CLIENT, "_tool", lambda *_: Answer())
+    return sent
+
+
+OUTPUT = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+async def test_returns_and_errors(monkeypatch: pytest.MonkeyPatch, load: Any) -> None:
+    from cubepi.errors import ToolCallError
+    from cubepi.tools import ImageContent, TextContent
+
+    module = load(generate(lock(server("s", tool("plain"), tool("typed", outputSchema=OUTPUT)))))
+    image = ImageContent(data="AAAA", mime_type="image/png")
+    answering(module, monkeypatch, AgentToolResult([TextContent("a"), image, TextContent("b")]))
+    assert await module.plain() == "a\nb"
+    answering(module, monkeypatch, AgentToolResult([image], details={"structuredContent": {"é": 1}}))
+    assert await module.plain() == '{"é": 1}'
+    answering(module, monkeypatch, AgentToolResult([], details={"structuredContent": {"n": 3}}))
+    assert (await module.typed()).n == 3
+    failed = AgentToolResult([TextContent("nope")], is_error=True)
+    answering(module, monkeypatch, failed)
+    for function in (module.plain, module.typed):
+        with pytest.raises(ToolCallError, match=r"^nope$") as caught:
+            await function()
+        assert caught.value.result is failed
+    answering(module, monkeypatch, AgentToolResult([], is_error=True))
+    with pytest.raises(ToolCallError, match="tool 'plain' failed without a message"):
+        await module.plain()
+    answering(module, monkeypatch, AgentToolResult([], details={"structuredContentError": "bad at /n"}))
+    with pytest.raises(ToolCallError, match=r"^tool 'typed': bad at /n$"):
+        await module.typed()
+    answering(module, monkeypatch, AgentToolResult([], details={"structuredContent": {"n": "x"}}))
+    with pytest.raises(ToolCallError, match=r"^tool 'typed': structuredContent is not a TypedOutput: "):
+        await module.typed()
+
+
+async def test_raw_result_is_for_one_call(monkeypatch: pytest.MonkeyPatch, load: Any) -> None:
+    from cubepi.codegen import raw_result
+
+    module = load(generate(lock(server("s", tool("plain", {"a": {"type": "string"}})))))
+    failed = AgentToolResult([], is_error=True)
+    sent = answering(module, monkeypatch, failed)
+    assert await raw_result(module.plain)(a="x") is failed
+    assert sent == [{"a": "x"}]
+    assert not cubepi.codegen._RAW.get()  # reset: the next call raises again
+    with pytest.raises(Exception, match="failed without a message"):
+        await module.plain()
+
+    calls: list[bool] = []
+
+    async def nested() -> str:
+        calls.append(cubepi.codegen._RAW.get())
+        result: str = await module.plain()
+        return result
+
+    class Inner:  # a call made while the asked one runs (a callback's) is not raw
+        async def execute(self, arguments: Any) -> AgentToolResult:
+            calls.append(cubepi.codegen._RAW.get())
+            return AgentToolResult([])
+
+    monkeypatch.setattr(module._CLIENT, "_tool", lambda *_: Inner())
+    assert (await raw_result(nested)()).content == []
+    assert calls == [True, False]
+
+
+def test_run_sync_returns_what_the_function_returns() -> None:
+    from cubepi.codegen import run_sync
+
+    async def add(a: int, *, b: int) -> int:
+        return a + b
+
+    assert run_sync(add, 1, b=2) == 3
+
+    async def in_a_loop() -> int:
+        return run_sync(add, 2, b=3)
+
+    import anyio
+
+    assert anyio.run(in_a_loop) == 5
