@@ -121,6 +121,8 @@ def ruff(source: str, tmp_path: Path) -> None:
         ("\u00e9", '"\\xe9"'),
         ("\u2028", '"\\u2028"'),
         ("\U0001f600", '"\\U0001f600"'),
+        ("\uffff", '"\\uffff"'),
+        ("\U00010000", '"\\U00010000"'),
         (" ~", '" ~"'),
     ],
 )
@@ -761,3 +763,25 @@ def test_run_sync_returns_what_the_function_returns() -> None:
     import anyio
 
     assert anyio.run(in_a_loop) == 5
+
+
+def test_dicts_count_toward_the_depth_like_lists(load: Any) -> None:
+    def nested(levels: int) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string"}
+        for _ in range(levels):
+            schema = {"type": "object", "additionalProperties": schema}
+        return schema
+
+    source = generate(lock(server("s", tool("t", {"d8": nested(8), "d9": nested(9)}, required=["d8", "d9"]))))
+    got = params(functions(source)["t"])
+    assert got["d8"][0] == "dict[str, " * 8 + "str" + "]" * 8
+    assert got["d9"][0] == "dict[str, " * 9 + "Any" + "]" * 9
+
+
+def test_docstrings_break_at_spaces_only_and_document_via(load: Any) -> None:
+    hyphenated = "a-very-long-hyphenated-identifier-that-would-cross-the-line"
+    description = "word " * 14 + hyphenated + " end"
+    module = load(generate(lock(server("s", tool("t", description=description)))))
+    doc = inspect.getdoc(module.t) or ""
+    assert any(line.strip().startswith(hyphenated) for line in doc.splitlines()), doc
+    assert "    via: call this server instead of the module's (see `use_server`)." in doc
