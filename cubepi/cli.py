@@ -25,6 +25,7 @@ import types
 import typing
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
@@ -102,7 +103,7 @@ Write a Python module with a Pydantic model per tool input (and output) and a ty
 tool, calling through cubepi (stateless). The module passes ruff and mypy --strict (docs/pinning.md).
 
   cubepi codegen -o client.py -- npx -y @modelcontextprotocol/server-everything
-  cubepi codegen -o client.py --check      # exit 1 if the module's server changed since
+  cubepi codegen --check client.py         # exit 1 if the module's server changed since
 """
 
 
@@ -134,11 +135,14 @@ def _parser() -> argparse.ArgumentParser:
         description=_LOCK_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    lock.add_argument("-o", "--output", default="cubepi.lock", metavar="FILE", help="default cubepi.lock")
+    lock.add_argument("-o", "--output", metavar="FILE", help="default cubepi.lock")
     lock.add_argument(
         "--check",
+        nargs="?",
+        const="",
         metavar="LOCKFILE",
-        help="exit 1 if the servers' tools differ from LOCKFILE (no server options: its own servers)",
+        help="write nothing; exit 1 if the servers' tools differ from LOCKFILE (default cubepi.lock; "
+        "no server options: its own servers)",
     )
     _server_arguments(lock)
     lock.add_argument("command", nargs="*", help="after --: the stdio server's command and arguments")
@@ -149,11 +153,14 @@ def _parser() -> argparse.ArgumentParser:
         description=_CODEGEN_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    codegen.add_argument("-o", "--output", default="client.py", metavar="FILE", help="default client.py")
+    codegen.add_argument("-o", "--output", metavar="FILE", help="default client.py")
     codegen.add_argument(
         "--check",
-        action="store_true",
-        help="write nothing; exit 1 if the servers' tools differ from those the module was generated from",
+        nargs="?",
+        const="",
+        metavar="MODULE",
+        help="write nothing; exit 1 if the servers' tools differ from those MODULE (default client.py) "
+        "was generated from",
     )
     _server_arguments(codegen)
     codegen.add_argument("command", nargs="*", help="after --: the stdio server's command and arguments")
@@ -370,26 +377,51 @@ def _named_servers(args: argparse.Namespace) -> list[tuple[str, StdioServer | Ht
     return [(item.name, item.server) for item in read_mcp_config(args.config)]
 
 
+_DEFAULT_FILE = {"lock": "cubepi.lock", "codegen": "client.py"}
+
+
+def _checked_file(args: argparse.Namespace) -> str:
+    """The file `--check` reads: ``--check FILE``, else ``-o FILE``, else the default; one that is
+    not there, or two different names, is a `UserError` naming the spelling that works."""
+    action, given, output = args.action, args.check, args.output
+    if given and output and given != output:
+        raise UserError(
+            f"--check {given} and -o {output} name two files; check one: cubepi {action} --check {given}"
+        )
+    name = given or output or _DEFAULT_FILE[action]
+    if not Path(name).is_file():
+        writes = "cubepi lock -o" if action == "lock" else "cubepi codegen -o"
+        raise UserError(
+            f"no {name} to check; write it first (`{writes} {name} -- COMMAND ...`), or name it: "
+            f"cubepi {action} --check FILE"
+        )
+    return name
+
+
 async def _codegen(args: argparse.Namespace) -> int:
     from .codegen import embedded_lock, generate
 
-    if not args.check:
+    if args.check is None:
+        output = args.output or _DEFAULT_FILE["codegen"]
         lock = await lock_servers(_named_servers(args), timeout=args.timeout)
-        await anyio.Path(args.output).write_text(generate(lock), encoding="utf-8")
+        await anyio.Path(output).write_text(generate(lock), encoding="utf-8")
         count = sum(len(entry["tools"]) for entry in lock["servers"])
-        print(f"wrote {args.output}: {count} typed tools of {len(lock['servers'])} server(s)")
+        print(f"wrote {output}: {count} typed tools of {len(lock['servers'])} server(s)")
         return 0
-    embedded = embedded_lock(await anyio.Path(args.output).read_text(encoding="utf-8"))
-    return await _check(args, read_lock(embedded), args.output)
+    name = _checked_file(args)
+    embedded = embedded_lock(await anyio.Path(name).read_text(encoding="utf-8"))
+    return await _check(args, read_lock(embedded), name)
 
 
 async def _lock(args: argparse.Namespace) -> int:
     if args.check is not None:
-        return await _check(args, read_lock(args.check), args.check)
+        name = _checked_file(args)
+        return await _check(args, read_lock(name), name)
+    output = args.output or _DEFAULT_FILE["lock"]
     lock = await lock_servers(_named_servers(args), timeout=args.timeout)
-    await anyio.Path(args.output).write_text(dumps(lock), encoding="utf-8")
+    await anyio.Path(output).write_text(dumps(lock), encoding="utf-8")
     count = sum(len(entry["tools"]) for entry in lock["servers"])
-    print(f"locked {count} tools of {len(lock['servers'])} server(s) in {args.output}")
+    print(f"locked {count} tools of {len(lock['servers'])} server(s) in {output}")
     return 0
 
 

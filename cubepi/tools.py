@@ -18,7 +18,7 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard, TypeVar, cast, overload
 
 import anyio.to_thread
 import pydantic
@@ -357,6 +357,9 @@ class AgentTool:
         return to_openai_agents(self, on_update=on_update)
 
 
+_T = TypeVar("_T")
+
+
 async def _in_a_loop_of_its_own(
     execute: Callable[..., Awaitable[AgentToolResult]], params: Any, on_update: UpdateCallback | None
 ) -> AgentToolResult:
@@ -365,7 +368,7 @@ async def _in_a_loop_of_its_own(
         return await execute(params, on_update=on_update)
 
 
-def _run_in_new_loop(call: Callable[[], Awaitable[AgentToolResult]]) -> AgentToolResult:
+def _run_in_new_loop(call: Callable[[], Awaitable[_T]]) -> _T:
     """`anyio.run` in a copy of a running loop's context: the copy still says which library runs there."""
     try:
         import sniffio

@@ -121,6 +121,8 @@ def ruff(source: str, tmp_path: Path) -> None:
         ("\u00e9", '"\\xe9"'),
         ("\u2028", '"\\u2028"'),
         ("\U0001f600", '"\\U0001f600"'),
+        ("\uffff", '"\\uffff"'),
+        ("\U00010000", '"\\U00010000"'),
         (" ~", '" ~"'),
     ],
 )
@@ -135,7 +137,7 @@ LONG = [f"value-{n}" for n in range(12)]
 SCHEMAS: dict[str, tuple[Any, str]] = {
     "s": ({"type": "string"}, "str"),
     "i": ({"type": "integer"}, "int"),
-    "n": ({"type": "number"}, "float"),
+    "n": ({"type": "number"}, "Number"),
     "b": ({"type": "boolean"}, "bool"),
     "z": ({"type": "null"}, "None"),
     "o": ({"type": "object"}, "dict[str, Any]"),
@@ -144,8 +146,8 @@ SCHEMAS: dict[str, tuple[Any, str]] = {
     "aa": ({"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}, "list[list[int]]"),
     "sn": ({"type": ["string", "null"]}, "str | None"),
     "ns": ({"type": ["null", "string"]}, "str | None"),
-    "in_": ({"type": ["integer", "number"]}, "float"),
-    "ni": ({"type": ["number", "integer"]}, "float"),
+    "in_": ({"type": ["integer", "number"]}, "Number"),
+    "ni": ({"type": ["number", "integer"]}, "Number"),
     "e": ({"enum": ["a", "b"]}, "Literal['a', 'b']"),
     "en": ({"enum": ["a", None]}, "Literal['a'] | None"),
     "e_none": ({"enum": [None]}, "None"),
@@ -160,7 +162,7 @@ SCHEMAS: dict[str, tuple[Any, str]] = {
     "any_of_empty": ({"anyOf": [], "type": "string"}, "str"),
     "lit_merge": ({"anyOf": [{"const": "a"}, {"const": "b"}, {"const": "a"}]}, "Literal['a', 'b']"),
     "lit_str": ({"anyOf": [{"const": "a"}, {"type": "string"}]}, "str"),
-    "lit_int": ({"anyOf": [{"const": 1}, {"type": "number"}]}, "float"),
+    "lit_int": ({"anyOf": [{"const": 1}, {"type": "number"}]}, "Number"),
     "lit_int_kept": ({"anyOf": [{"const": 1}, {"type": "string"}]}, "Literal[1] | str"),
     "bool_int": ({"anyOf": [{"const": True}, {"const": 1}]}, "Literal[True, 1]"),
     "with_any": ({"anyOf": [{"type": "string"}, {}]}, "Any"),
@@ -171,7 +173,7 @@ SCHEMAS: dict[str, tuple[Any, str]] = {
     "not_a_schema": (True, "Any"),
     "long": ({"enum": LONG}, "ToolLong"),
     "long_again": ({"enum": LONG}, "ToolLong"),
-    "long_items": ({"type": "array", "items": {"enum": [*LONG, "x"]}}, "list[ToolLongItems]"),
+    "long_items": ({"type": "array", "items": {"enum": [*LONG, "x"]}}, "list[ToolLongItemsItem]"),
 }
 
 
@@ -191,7 +193,9 @@ def test_each_schema_gets_its_python_type(tmp_path: Path, load: Any) -> None:
     for name, (_, expected) in SCHEMAS.items():
         assert got[name] == (expected, None), name
     assert got["deep"][0] == "list[" * 8 + "str" + "]" * 8
+    # Past the depth the generator writes, `Any`, and a comment says why.
     assert got["deeper"][0] == "list[" * 9 + "Any" + "]" * 9
+    assert source.count(f"    # Any: {cubepi.codegen.ANY_DEEP}\n    deeper:") == 2
     # A long enum is an alias, written once, exploded one value a line (as ruff keeps it).
     assert source.count("ToolLong = Literal[\n") == 1
     assert '\n    "value-11",\n]\n' in source
@@ -319,7 +323,8 @@ def test_an_output_schema_gets_a_model(tmp_path: Path, load: Any) -> None:
     source = generate(lock(server("s", tool("add", outputSchema=output), tool("plain", outputSchema=[1]))))
     assert fields(classes(source)["AddOutput"])["result"] == ("int", None)
     assert "PlainOutput" not in source
-    assert "Its structured content validates as `AddOutput`." in source
+    assert "Returns its structured content as `AddOutput`;" in source
+    assert ") -> AddOutput:" in source and ") -> str:" in source
     ruff(source, tmp_path)
     assert load(source).AddOutput.model_validate({"result": 2}).result == 2
 
@@ -528,7 +533,7 @@ def test_the_module_is_importable_as_generated(tmp_path: Path) -> None:
 def test_short_literals_stay_inline_and_deep_unions_end_in_any() -> None:
     inline, aliased = "a" * 29, "b" * 30  # Literal["a…"] is 40 characters, at most what stays inline
     nested: dict[str, Any] = {"type": "string"}
-    for _ in range(10):
+    for _ in range(40):
         nested = {"anyOf": [nested]}
     properties = {"x": {"enum": [inline]}, "y": {"enum": [aliased]}, "z": nested}
     source = generate(lock(server("s", tool("t", properties, required=list(properties)))))
@@ -536,3 +541,247 @@ def test_short_literals_stay_inline_and_deep_unions_end_in_any() -> None:
     assert got["x"][0] == f"Literal['{inline}']"
     assert got["y"][0] == "TY"
     assert got["z"][0] == "Any"
+
+
+# -- nested models and why a type is Any -------------------------------------------------------------------
+
+
+def test_nested_objects_are_models_named_as_the_runtime_names_them(tmp_path: Path, load: Any) -> None:
+    node = {
+        "type": "object",
+        "properties": {
+            "v": {"type": "integer"},
+            "kids": {"type": "array", "items": {"$ref": "#/$defs/none"}},
+        },
+        "required": ["v"],
+    }
+    properties = {
+        "root": {"$ref": "#/$defs/none"},
+        "again": {"$ref": "#"},
+        "pair": {"anyOf": [{"$ref": "#/$defs/none"}, {"type": "null"}]},
+        "shape": {
+            "anyOf": [
+                {"type": "object", "properties": {"r": {"type": "number"}}},
+                {"type": "object", "properties": {"s": {"type": "string"}}, "additionalProperties": False},
+            ]
+        },
+        "table": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+    }
+    definition = tool("t", properties, required=["root"])
+    definition["inputSchema"]["$defs"] = {"none": node}
+    source = generate(lock(server("s", definition)))
+    ruff(source, tmp_path)
+    got = {name: fields(cls) for name, cls in classes(source).items()}
+    # "none" would be the keyword None as a class name.
+    assert got["None_"] == {"v": ("int", None), "kids": ("list[None_] | None", "None")}
+    assert got["TInput"] == {
+        "root": ("None_", None),
+        "again": ("TInput | None", "None"),
+        "pair": ("None_ | None", "None"),
+        "shape": ("TShape1 | TShape2 | None", "None"),
+        "table": ("dict[str, list[str]] | None", "None"),
+    }
+    assert params(functions(source)["t"])["pair"] == ("None_ | Unset | None", "UNSET")
+    assert params(functions(source)["t"])["again"] == ("TInput | Unset", "UNSET")
+    assert 'extra="forbid"' in source.split("class TShape2")[1].split("class")[0]
+    assert 'strict=True, extra="allow"' in source.split("class TShape1")[1].split("class")[0]
+    module = load(source)
+    tree = module.None_(v=1, kids=[module.None_(v=2)])
+    assert cubepi.codegen._wire({"x": [tree]}) == {"x": [{"v": 1, "kids": [{"v": 2}]}]}
+    assert module.TInput(root=tree).again is None
+
+
+def test_what_no_type_says_is_any_with_a_comment(tmp_path: Path) -> None:
+    properties = {
+        "ref": {"$ref": "#/$defs/missing"},
+        "enum": {"enum": [{"a": 1}, 1.5]},
+        "mixed": {"allOf": [{"type": "string"}, {"minLength": 1}]},
+        "tuple": {"type": "array", "prefixItems": [{"type": "string"}]},
+        "free": {},
+        "loop": {"$ref": "#/$defs/loop"},
+        "branch": {"anyOf": [{"$ref": "#/$defs/missing"}, {"type": "string"}, {"enum": [None]}]},
+    }
+    definition = tool("t", properties, required=list(properties))
+    definition["inputSchema"]["$defs"] = {"loop": {"type": "array", "items": {"$ref": "#/$defs/loop"}}}
+    source = generate(lock(server("s", definition)))
+    ruff(source, tmp_path)
+    model = source.split("class TInput")[1].split("async def")[0]
+    why = cubepi.codegen
+    assert f"    # Any: {why.ANY_REF}\n    ref: Any\n" in model
+    assert f"    # Any: {why.ANY_ENUM}\n    enum: Any\n" in model
+    assert "    mixed: Any\n" in model and why.ANY_MIXED.split()[0] in model
+    assert f"    # Any: {why.ANY_TUPLE}\n    tuple: list[Any]\n" in model
+    assert "    free: Any\n" in model and "# Any" not in model.split("free:")[0].splitlines()[-1]
+    assert f"    # Any: {why.ANY_REF}\n    loop: list[Any]\n" in model
+    assert f"    # Any: {why.ANY_REF}\n    branch: Any\n" in model
+    signature = source.split("async def t(")[1]
+    assert f"    # Any: {why.ANY_REF}\n    ref: Any,\n" in signature
+
+
+def test_schema_fallbacks_type_what_they_can() -> None:
+    properties = {
+        "nums": {"anyOf": [{"type": "array", "items": {"type": "number"}}, {"const": "x"}, {}]},
+        "kinds": {"anyOf": [{"type": ["integer", "null"]}, {"type": "boolean"}, {"$ref": "#"}]},
+        "obj": {"anyOf": [{"type": "object"}, {"$ref": "#"}]},
+        "odd": {"anyOf": [{"type": "color"}, {"$ref": "#"}]},
+        "lit": {"anyOf": [{"enum": ["a", None]}, {"$ref": "#"}]},
+    }
+    source = generate(lock(server("s", tool("t", properties, required=list(properties)))))
+    got = fields(classes(source)["TInput"])
+    assert got["nums"] == ("Any", None)
+    assert got["kinds"] == ("int | bool | TInput | None", None)
+    assert got["obj"] == ("dict[str, Any] | TInput", None)
+    assert got["odd"] == ("Any", None)  # an unknown type is normalised to {}: anything
+    assert got["lit"] == ("Literal['a'] | TInput | None", None)
+
+
+def test_numbers_stay_as_given_in_a_model(load: Any) -> None:
+    output = {"type": "object", "properties": {"n": {"type": "number"}, "i": {"enum": [1, 2.0]}}}
+    source = generate(lock(server("s", tool("t", {"n": {"type": "number"}}, outputSchema=output))))
+    assert "from cubepi.codegen import UNSET, GeneratedClient, Number, Unset\n" in source
+    module = load(source)
+    assert repr(module.TInput(n=1).n) == "1" and repr(module.TOutput.model_validate({"n": 2.5}).n) == "2.5"
+    assert fields(classes(source)["TOutput"])["i"] == ("Literal[1, 2] | None", "None")
+    # Output models read JSON as JSON Schema does; input models convert nothing.
+    assert module.TOutput.model_validate({"i": 2.0}).i == 2
+    with pytest.raises(Exception, match="valid"):
+        module.TInput(n="1")
+
+
+def test_long_unions_in_a_list_become_an_alias_after_the_classes(tmp_path: Path, load: Any) -> None:
+    branch = {"type": "object", "properties": {"a_rather_long_property_name": {"type": "string"}}}
+    items = {"anyOf": [branch, {**branch, "required": ["a_rather_long_property_name"]}, {"type": "string"}]}
+    properties = {"things": {"type": "array", "items": items}}
+    source = generate(lock(server("s", tool("make_a_long_name", properties, required=["things"]))))
+    ruff(source, tmp_path)
+    alias = "MakeALongNameThingsItem"
+    assert fields(classes(source)["MakeALongNameInput"])["things"] == (f"list[{alias}]", None)
+    assert source.index(f"\n{alias} = ") > source.index("async def make_a_long_name(")
+    module = load(source)
+    one = getattr(module, alias).__args__[0]
+    assert module.MakeALongNameInput(things=[one(), "x"]).things[1] == "x"
+
+
+def test_class_names_are_capped_and_unique(tmp_path: Path) -> None:
+    inner = {"type": "object", "properties": {"x": {"type": "string"}}}
+    long = "p" * 70
+    properties = {long: inner, long + "q": inner | {"required": ["x"]}}
+    source = generate(lock(server("s", tool("t", properties))))
+    ruff(source, tmp_path)
+    names = [name for name in classes(source) if name != "TInput"]
+    assert len(names) == 2 and len(set(names)) == 2 and all(len(name) <= 62 for name in names)
+
+
+# -- what a call returns -------------------------------------------------------------------------------
+
+
+def answering(module: Any, monkeypatch: pytest.MonkeyPatch, result: AgentToolResult) -> list[Any]:
+    """Make every call of `module` answer `result`; the arguments `execute` got, in a list."""
+    sent: list[Any] = []
+
+    class Answer:
+        async def execute(self, arguments: Any) -> AgentToolResult:
+            sent.append(arguments)
+            return result
+
+    monkeypatch.setattr(module._CLIENT, "_tool", lambda *_: Answer())
+    return sent
+
+
+OUTPUT = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+async def test_returns_and_errors(monkeypatch: pytest.MonkeyPatch, load: Any) -> None:
+    from cubepi.errors import ToolCallError
+    from cubepi.tools import ImageContent, TextContent
+
+    module = load(generate(lock(server("s", tool("plain"), tool("typed", outputSchema=OUTPUT)))))
+    image = ImageContent(data="AAAA", mime_type="image/png")
+    answering(module, monkeypatch, AgentToolResult([TextContent("a"), image, TextContent("b")]))
+    assert await module.plain() == "a\nb"
+    answering(module, monkeypatch, AgentToolResult([image], details={"structuredContent": {"é": 1}}))
+    assert await module.plain() == '{"é": 1}'
+    answering(module, monkeypatch, AgentToolResult([], details={"structuredContent": {"n": 3}}))
+    assert (await module.typed()).n == 3
+    failed = AgentToolResult([TextContent("nope")], is_error=True)
+    answering(module, monkeypatch, failed)
+    for function in (module.plain, module.typed):
+        with pytest.raises(ToolCallError, match=r"^nope$") as caught:
+            await function()
+        assert caught.value.result is failed
+    answering(module, monkeypatch, AgentToolResult([], is_error=True))
+    with pytest.raises(ToolCallError, match="tool 'plain' failed without a message"):
+        await module.plain()
+    answering(module, monkeypatch, AgentToolResult([], details={"structuredContentError": "bad at /n"}))
+    with pytest.raises(ToolCallError, match=r"^tool 'typed': bad at /n$"):
+        await module.typed()
+    answering(module, monkeypatch, AgentToolResult([], details={"structuredContent": {"n": "x"}}))
+    with pytest.raises(ToolCallError, match=r"^tool 'typed': structuredContent is not a TypedOutput: "):
+        await module.typed()
+
+
+async def test_raw_result_is_for_one_call(monkeypatch: pytest.MonkeyPatch, load: Any) -> None:
+    from cubepi.codegen import raw_result
+
+    module = load(generate(lock(server("s", tool("plain", {"a": {"type": "string"}})))))
+    failed = AgentToolResult([], is_error=True)
+    sent = answering(module, monkeypatch, failed)
+    assert await raw_result(module.plain)(a="x") is failed
+    assert sent == [{"a": "x"}]
+    assert not cubepi.codegen._RAW.get()  # reset: the next call raises again
+    with pytest.raises(Exception, match="failed without a message"):
+        await module.plain()
+
+    calls: list[bool] = []
+
+    async def nested() -> str:
+        calls.append(cubepi.codegen._RAW.get())
+        result: str = await module.plain()
+        return result
+
+    class Inner:  # a call made while the asked one runs (a callback's) is not raw
+        async def execute(self, arguments: Any) -> AgentToolResult:
+            calls.append(cubepi.codegen._RAW.get())
+            return AgentToolResult([])
+
+    monkeypatch.setattr(module._CLIENT, "_tool", lambda *_: Inner())
+    assert (await raw_result(nested)()).content == []
+    assert calls == [True, False]
+
+
+def test_run_sync_returns_what_the_function_returns() -> None:
+    from cubepi.codegen import run_sync
+
+    async def add(a: int, *, b: int) -> int:
+        return a + b
+
+    assert run_sync(add, 1, b=2) == 3
+
+    async def in_a_loop() -> int:
+        return run_sync(add, 2, b=3)
+
+    import anyio
+
+    assert anyio.run(in_a_loop) == 5
+
+
+def test_dicts_count_toward_the_depth_like_lists(load: Any) -> None:
+    def nested(levels: int) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string"}
+        for _ in range(levels):
+            schema = {"type": "object", "additionalProperties": schema}
+        return schema
+
+    source = generate(lock(server("s", tool("t", {"d8": nested(8), "d9": nested(9)}, required=["d8", "d9"]))))
+    got = params(functions(source)["t"])
+    assert got["d8"][0] == "dict[str, " * 8 + "str" + "]" * 8
+    assert got["d9"][0] == "dict[str, " * 9 + "Any" + "]" * 9
+
+
+def test_docstrings_break_at_spaces_only_and_document_via(load: Any) -> None:
+    hyphenated = "a-very-long-hyphenated-identifier-that-would-cross-the-line"
+    description = "word " * 14 + hyphenated + " end"
+    module = load(generate(lock(server("s", tool("t", description=description)))))
+    doc = inspect.getdoc(module.t) or ""
+    assert any(line.strip().startswith(hyphenated) for line in doc.splitlines()), doc
+    assert "    via: call this server instead of the module's (see `use_server`)." in doc

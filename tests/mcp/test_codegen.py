@@ -19,10 +19,10 @@ from typing import Any
 import anyio
 import pydantic
 import pytest
-from conftest import EVERYTHING, KITCHEN, PYTHON, SERVERS, TESTS, StartServer
+from conftest import EVERYTHING, FILESYSTEM, KITCHEN, PYTHON, SERVERS, TESTS, StartServer
 
 from cubepi.cli import main
-from cubepi.codegen import UNSET, embedded_lock, generate, py_str
+from cubepi.codegen import UNSET, embedded_lock, generate, py_str, raw_result
 from cubepi.errors import UserError
 from cubepi.mcp import HttpServer, StdioServer, load_mcp_tools
 from cubepi.tools import AgentTool, AgentToolResult
@@ -92,9 +92,14 @@ def _wire_names(model: type[pydantic.BaseModel]) -> dict[str, str]:
     return {(field.alias or name): name for name, field in model.model_fields.items()}
 
 
-def _answer(result: AgentToolResult) -> dict[str, Any]:
+def _answer(result: AgentToolResult | str) -> dict[str, Any]:
+    """What the corpus server answered: its structured content (a generated function of a tool without
+    an outputSchema returns it as JSON text, having no text to return)."""
+    if isinstance(result, str):
+        answer: dict[str, Any] = json.loads(result)
+        return answer
     assert result.details is not None, result.content
-    answer: dict[str, Any] = result.details["structuredContent"]
+    answer = result.details["structuredContent"]
     return answer
 
 
@@ -116,7 +121,8 @@ def corpus_url(http_server_factory: StartServer) -> str:
 @pytest.fixture(scope="module")
 def generated(corpus_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     """Every generated module of this file, by name, in one directory: one per corpus server, the
-    2026-07-28 kitchen server's, server-everything's (when installed) and the hostile server's."""
+    2026-07-28 kitchen server's, server-everything's and server-filesystem's (when installed), the
+    recorder's (nested objects, a `$ref` cycle, an output schema) and the hostile server's."""
     out = tmp_path_factory.mktemp("generated")
     modules = {
         path.stem: _codegen(
@@ -127,6 +133,12 @@ def generated(corpus_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     modules["kitchen"] = _codegen(out / "client_kitchen.py", "--", PYTHON, str(KITCHEN))
     if EVERYTHING.exists():
         modules["everything-npm"] = _codegen(out / "client_everything_npm.py", "--", str(EVERYTHING), "stdio")
+    if FILESYSTEM.exists():
+        (out / "box").mkdir()
+        modules["filesystem-npm"] = _codegen(
+            out / "client_filesystem_npm.py", "--", str(FILESYSTEM), str(out / "box")
+        )
+    modules["recorder"] = _codegen(out / "client_recorder.py", "--", PYTHON, str(SERVERS / "recorder.py"))
     hostile = out / "hostile.json"
     hostile.write_text(json.dumps({"tools": HOSTILE_TOOLS}))
     cwd = Path.cwd()
@@ -233,7 +245,7 @@ async def test_a_generated_call_sends_exactly_what_execute_sends(
     sent: list[str] = []
 
     async def call(function: Any, wire: dict[str, str], tool: AgentTool, arguments: dict[str, Any]) -> None:
-        via_function = await function(**{wire[key]: value for key, value in arguments.items()})
+        via_function = await raw_result(function)(**{wire[key]: value for key, value in arguments.items()})
         via_execute = await tool.execute(arguments)
         assert via_function.is_error == via_execute.is_error, (tool.name, arguments)
         if via_execute.is_error:  # refused before sending: the harness's input is not valid after all
@@ -314,23 +326,24 @@ async def test_a_2026_07_28_server_gives_a_working_client(generated: dict[str, P
     assert (
         embedded_lock(generated["kitchen"].read_text())["servers"][0]["protocol"]["version"] == "2026-07-28"
     )
-    assert (await module.echo(message="hi")).text == "hi"
-    result = await module.add(a=40, b=2)
-    assert module.AddOutput.model_validate(result.details["structuredContent"]).result == 42
+    assert (await module.echo(message="hi")).result == "hi"  # an MCPServer tool has an outputSchema
+    added = await module.add(a=40, b=2)
+    assert isinstance(added, module.AddOutput) and added.result == 42
 
 
 async def test_server_everything_gives_a_working_client(generated: dict[str, Path]) -> None:
     if "everything-npm" not in generated:
         pytest.skip("test servers not installed: npm ci --prefix tests")
     module = _import(generated["everything-npm"])
-    assert (await module.echo(message="hi")).text == "Echo: hi"
-    assert (await module.get_sum(a=40, b=2)).text == "The sum of 40 and 2 is 42."
+    assert await module.echo(message="hi") == "Echo: hi"
+    assert await module.get_sum(a=40, b=2) == "The sum of 40 and 2 is 42."
     # The input model's fields are the function's keyword arguments (docs/pinning.md).
     given = module.GetSumInput(a=1, b=2).model_dump(exclude_unset=True)
-    assert (await module.get_sum(**given)).text == "The sum of 1 and 2 is 3."
-    structured = await module.get_structured_content(location="New York")
-    output = module.GetStructuredContentOutput.model_validate(structured.details["structuredContent"])
-    assert output.temperature is not None
+    assert await module.get_sum(**given) == "The sum of 1 and 2 is 3."
+    weather = await module.get_structured_content(location="New York")
+    assert isinstance(weather, module.GetStructuredContentOutput)
+    raw = await raw_result(module.get_structured_content)(location="New York")
+    assert weather.model_dump(by_alias=True, exclude_unset=True) == raw.details["structuredContent"]
 
 
 async def test_the_server_is_replaced_per_call_or_for_the_module(generated: dict[str, Path]) -> None:

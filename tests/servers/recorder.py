@@ -4,10 +4,16 @@
 ``max-results``), an enum with a default, a number, an integer with a default, a nested object, an array,
 a nullable string. It answers with structured content only (no text): ``{"arguments": <what arrived>}``.
 `refuse` answers ``isError`` with its `reason`. Stdio only; it speaks both protocol eras.
+
+For typed clients (`cubepi codegen`): `nest` takes nested objects (a list of closed objects, a recursive
+`$defs` tree, an `anyOf` of two objects) and answers with the arguments' JSON text exactly as it
+arrived (keys in the order sent); `weather` has an `outputSchema` and answers with the `report` it was
+given as its structured content (and the same as text), so a test chooses what comes back.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -34,12 +40,69 @@ RECORD_SCHEMA: dict[str, Any] = {
     "required": ["from"],
 }
 
+NEST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "$defs": {
+        "Node": {
+            "type": "object",
+            "properties": {
+                "value": {"type": "integer"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+                "next": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]},
+            },
+            "required": ["value"],
+        }
+    },
+    "properties": {
+        "path": {"type": "string"},
+        "edits": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}},
+                "required": ["oldText", "newText"],
+                "additionalProperties": False,
+            },
+        },
+        "tree": {"$ref": "#/$defs/Node"},
+        "shape": {
+            "anyOf": [
+                {"type": "object", "properties": {"radius": {"type": "number"}}, "required": ["radius"]},
+                {"type": "object", "properties": {"side": {"type": "integer"}}, "required": ["side"]},
+            ]
+        },
+        "ratio": {"type": "number"},
+    },
+    "required": ["path"],
+}
+
+WEATHER_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "temperature": {"type": "number"},
+        "conditions": {"type": "string"},
+        "wind": {
+            "type": "object",
+            "properties": {"speed": {"type": "number"}, "unit": {"enum": ["kmh", "mph"]}},
+            "required": ["speed"],
+        },
+    },
+    "required": ["temperature", "conditions"],
+}
+
 TOOLS = [
     types.Tool(name="record", description="Record the arguments received.", input_schema=RECORD_SCHEMA),
     types.Tool(
         name="refuse",
         description="Always fails, saying why.",
         input_schema={"type": "object", "properties": {"reason": {"type": "string"}}, "required": ["reason"]},
+    ),
+    types.Tool(name="nest", description="Answer with the arguments' JSON as sent.", input_schema=NEST_SCHEMA),
+    types.Tool(
+        name="weather",
+        description="Answer with the report given.",
+        input_schema={"type": "object", "properties": {"report": {"type": "object"}}, "required": ["report"]},
+        output_schema=WEATHER_OUTPUT,
     ),
 ]
 
@@ -55,6 +118,12 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
     if params.name == "refuse":
         reason = str(arguments.get("reason"))
         return types.CallToolResult(content=[types.TextContent(type="text", text=reason)], is_error=True)
+    if params.name == "nest":
+        return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(arguments))])
+    if params.name == "weather":
+        report = arguments.get("report")
+        text = types.TextContent(type="text", text=json.dumps(report))
+        return types.CallToolResult(content=[text], structured_content=report)
     return types.CallToolResult(content=[], structured_content={"arguments": arguments})
 
 
