@@ -14,8 +14,6 @@ when the server no longer matches the module (`embedded_lock`).
 from __future__ import annotations
 
 import ast
-import asyncio
-import concurrent.futures
 import contextvars
 import inspect
 import json
@@ -28,11 +26,10 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, ParamSpec, TypeAlias, TypeVar, Union
 
-import anyio
 import pydantic
 from pydantic import BaseModel
 
-from ._calling import loop_of_one_call
+from ._calling import run_in_a_loop_of_its_own
 from .errors import SchemaError, ToolCallError, UserError
 from .mcp import HttpServer, StdioServer
 from .mcp._calls.limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
@@ -46,7 +43,7 @@ from .schema import schema_to_model
 from .schema._build import ClosedBridgeModel
 from .schema._names import class_name, field_names
 from .schema._validator import resolve_ref
-from .tools import AgentTool, AgentToolResult, _run_in_new_loop
+from .tools import AgentTool, AgentToolResult
 
 __all__ = [
     "UNSET",
@@ -236,18 +233,7 @@ def raw_result(function: Callable[P, Awaitable[object]]) -> Callable[P, Awaitabl
 def run_sync(function: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> T:
     """Call a generated (async) function from synchronous code, with no running loop or inside one (a
     notebook): ``run_sync(client.get_sum, a=1, b=2)``, typed as the function is."""
-
-    async def call() -> T:
-        with loop_of_one_call():
-            return await function(*args, **kwargs)
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return anyio.run(call)
-    context = contextvars.copy_context()  # the caller's context variables reach the call
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cubepi-sync") as pool:
-        return pool.submit(context.run, _run_in_new_loop, call).result()
+    return run_in_a_loop_of_its_own(function, *args, **kwargs)
 
 
 # -- generating -----------------------------------------------------------------------------------------

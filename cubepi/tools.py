@@ -5,11 +5,7 @@ MCP tools and hand-written tools are the same type, so `my_tools + mcp_tools` is
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import concurrent.futures
-import contextvars
-import functools
 import hashlib
 import importlib
 import json
@@ -18,14 +14,13 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard, cast, overload
 
-import anyio.to_thread
 import pydantic
 import pydantic_core
 from pydantic import BaseModel
 
-from ._calling import loop_of_one_call
+from ._calling import run_in_a_loop_of_its_own
 from ._function_tool import FunctionTool
 from .errors import UserError
 
@@ -263,14 +258,7 @@ class AgentTool:
         self, params: BaseModel | Mapping[str, Any], *, on_update: UpdateCallback | None = None
     ) -> AgentToolResult:
         """`execute` for scripts and notebooks: works with no running loop and from inside one."""
-        call = functools.partial(_in_a_loop_of_its_own, self.execute, params, on_update)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return anyio.run(call)
-        context = contextvars.copy_context()  # the caller's context variables reach the call
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cubepi-sync") as pool:
-            return pool.submit(context.run, _run_in_new_loop, call).result()
+        return run_in_a_loop_of_its_own(self.execute, params, on_update=on_update)
 
     # -- exporting ---------------------------------------------------------------------------------------
 
@@ -355,28 +343,6 @@ class AgentTool:
         from .frameworks.openai_agents import to_openai_agents
 
         return to_openai_agents(self, on_update=on_update)
-
-
-_T = TypeVar("_T")
-
-
-async def _in_a_loop_of_its_own(
-    execute: Callable[..., Awaitable[AgentToolResult]], params: Any, on_update: UpdateCallback | None
-) -> AgentToolResult:
-    """`execute` in a loop that ends with the call: what would outlive it is waited for (`_calling`)."""
-    with loop_of_one_call():
-        return await execute(params, on_update=on_update)
-
-
-def _run_in_new_loop(call: Callable[[], Awaitable[_T]]) -> _T:
-    """`anyio.run` in a copy of a running loop's context: the copy still says which library runs there."""
-    try:
-        import sniffio
-    except ImportError:  # pragma: no cover - anyio then asks asyncio, which has no loop in this thread
-        pass
-    else:
-        sniffio.current_async_library_cvar.set(None)
-    return anyio.run(call)
 
 
 _API_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import pydantic
 import pytest
-from conftest import EVERYTHING, FILESYSTEM, KITCHEN, PYTHON, SERVERS, TESTS, StartServer
+from conftest import EVERYTHING, FILESYSTEM, KITCHEN, PYTHON, SERVERS, TESTS, StartServer, mypy_cache
 
 from cubepi.cli import main
 from cubepi.codegen import UNSET, embedded_lock, generate, py_str, raw_result
@@ -163,8 +163,7 @@ def test_every_generated_module_passes_ruff_and_mypy_strict(generated: dict[str,
     formatted = _run([*ruff, "format", "--isolated", "--no-cache", "--check", "."], folder)
     assert formatted.returncode == 0, formatted.stdout + formatted.stderr
     # One run over every module; this checkout's cubepi (its sources, its errors not reported).
-    cache = ROOT / ".mypy_cache" / "codegen-tests"  # kept between runs: a cold run takes a minute
-    mypy = [PYTHON, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(cache)]
+    mypy = [PYTHON, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(mypy_cache())]
     typed = _run([*mypy, *(path.name for path in generated.values())], folder, MYPYPATH=str(ROOT))
     assert typed.returncode == 0, typed.stdout + typed.stderr
     assert f"no issues found in {len(generated)} source files" in typed.stdout

@@ -21,7 +21,7 @@ from typing import Any
 
 import pydantic
 import pytest
-from conftest import EVERYTHING, FILESYSTEM, PYTHON, SERVERS, TESTS
+from conftest import EVERYTHING, FILESYSTEM, PYTHON, SERVERS, TESTS, mypy_cache
 
 from cubepi.cli import main
 from cubepi.codegen import raw_result, run_sync
@@ -221,15 +221,15 @@ async def test_server_filesystem_edits_take_typed_edits(filesystem: tuple[Path, 
             await files.read_text_file(path=str(tmp_path / "elsewhere.txt"))
     finally:
         sys.modules.pop(out.stem, None)
-    assert _mypy(tmp_path, out.name).returncode == 0
+    typed = _mypy(tmp_path, out.name)
+    assert typed.returncode == 0, typed.stdout + typed.stderr
 
 
 # -- mypy --strict on programs that use a module -----------------------------------------------------------
 
 
 def _mypy(folder: Path, *files: str) -> subprocess.CompletedProcess[str]:
-    cache = ROOT / ".mypy_cache" / "codegen-tests"
-    command = [PYTHON, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(cache)]
+    command = [PYTHON, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(mypy_cache())]
     return subprocess.run(
         [*command, *files],
         cwd=folder,
@@ -266,7 +266,7 @@ def test_the_documented_program_type_checks_and_a_missing_field_does_not(folder:
     typed = _mypy(folder, "client.py", "recorded.py", "program.py", "typed_use.py")
     assert typed.returncode == 0, typed.stdout + typed.stderr
     wrong = _mypy(folder, "client.py", "wrong.py")
-    assert wrong.returncode == 1
+    assert wrong.returncode == 1, wrong.stdout + wrong.stderr
     assert '"GetStructuredContentOutput" has no attribute "pressure"' in wrong.stdout
 
 
@@ -276,7 +276,7 @@ def test_a_wrong_argument_type_fails_mypy(folder: Path) -> None:
         "    return await nest(path='p', edits=[{'oldText': 'a'}])\n"
     )
     wrong = _mypy(folder, "recorded.py", "wrong_edit.py")
-    assert wrong.returncode == 1
+    assert wrong.returncode == 1, wrong.stdout + wrong.stderr
     assert 'List item 0 has incompatible type "dict[str, str]"; expected "NestEditsItem"' in wrong.stdout
 
 
