@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import importlib.util
 import json
 import math
 import os
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -328,6 +330,16 @@ class Recorder:
     async def next(self, limit: float = 20.0) -> ToolChanges:
         with anyio.fail_after(limit):
             return await self.receive.receive()
+
+
+def import_file(path: Path) -> types.ModuleType:
+    """Import a module from its file, registered under its own name (as an import would be)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def mypy_cache() -> Path:

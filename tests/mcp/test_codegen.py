@@ -5,7 +5,6 @@ when the server changed."""
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import json
 import os
@@ -19,7 +18,17 @@ from typing import Any
 import anyio
 import pydantic
 import pytest
-from conftest import EVERYTHING, FILESYSTEM, KITCHEN, PYTHON, SERVERS, TESTS, StartServer, mypy_cache
+from conftest import (
+    EVERYTHING,
+    FILESYSTEM,
+    KITCHEN,
+    PYTHON,
+    SERVERS,
+    TESTS,
+    StartServer,
+    import_file,
+    mypy_cache,
+)
 
 from cubepi.cli import main
 from cubepi.codegen import UNSET, embedded_lock, generate, py_str, raw_result
@@ -75,16 +84,6 @@ HOSTILE_TOOLS: list[dict[str, Any]] = [
 def _codegen(out: Path, *server: str) -> Path:
     assert main(["codegen", "-o", str(out), *server]) == 0
     return out
-
-
-def _import(path: Path) -> types.ModuleType:
-    """Import a generated module from its file (registered under its own name, as an import would)."""
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _wire_names(model: type[pydantic.BaseModel]) -> dict[str, str]:
@@ -171,7 +170,7 @@ def test_every_generated_module_passes_ruff_and_mypy_strict(generated: dict[str,
 
 def test_every_corpus_tool_has_a_typed_function_and_model(generated: dict[str, Path]) -> None:
     for path in CORPUS:
-        module = _import(generated[path.stem])
+        module = import_file(generated[path.stem])
         for tool in json.loads(path.read_text())["tools"]:
             name = _function_name(module, tool["name"])
             function = getattr(module, name)
@@ -233,7 +232,7 @@ async def test_a_generated_call_sends_exactly_what_execute_sends(
 ) -> None:
     cases: list[tuple[Any, dict[str, str], AgentTool, dict[str, Any]]] = []
     for path in CORPUS:
-        module = _import(generated[path.stem])
+        module = import_file(generated[path.stem])
         tools = {t.name: t for t in await load_mcp_tools(HttpServer(f"{corpus_url}/{path.stem}/mcp"))}
         for definition in json.loads(path.read_text())["tools"]:
             function = getattr(module, _function_name(module, definition["name"]))
@@ -278,7 +277,7 @@ async def test_an_explicit_none_is_sent_and_an_unset_argument_is_not(
 ) -> None:
     # The module names the server's environment as a reference (${CORPUS_FILE}), read at the call.
     monkeypatch.setenv("CORPUS_FILE", str(generated["hostile"].parent / "hostile.json"))
-    module = _import(generated["hostile"])
+    module = import_file(generated["hostile"])
     function = getattr(module, _function_name(module, HOSTILE_TOOLS[0]["name"]))
     result = await function(str_=1, class_='a"b', ber=None)
     assert _answer(result)["arguments"] == {"str": 1, "class": 'a"b', "\u00fcber": None}
@@ -294,7 +293,7 @@ async def test_hostile_definitions_stay_data(
 ) -> None:
     folder = generated["hostile"].parent
     monkeypatch.setenv("CORPUS_FILE", str(folder / "hostile.json"))
-    module = _import(generated["hostile"])
+    module = import_file(generated["hostile"])
     _no_canary(folder)
     hostile = HOSTILE_TOOLS[0]
     function = getattr(module, _function_name(module, hostile["name"]))
@@ -321,7 +320,7 @@ async def test_hostile_definitions_stay_data(
 
 
 async def test_a_2026_07_28_server_gives_a_working_client(generated: dict[str, Path]) -> None:
-    module = _import(generated["kitchen"])
+    module = import_file(generated["kitchen"])
     assert (
         embedded_lock(generated["kitchen"].read_text())["servers"][0]["protocol"]["version"] == "2026-07-28"
     )
@@ -333,7 +332,7 @@ async def test_a_2026_07_28_server_gives_a_working_client(generated: dict[str, P
 async def test_server_everything_gives_a_working_client(generated: dict[str, Path]) -> None:
     if "everything-npm" not in generated:
         pytest.skip("test servers not installed: npm ci --prefix tests")
-    module = _import(generated["everything-npm"])
+    module = import_file(generated["everything-npm"])
     assert await module.echo(message="hi") == "Echo: hi"
     assert await module.get_sum(a=40, b=2) == "The sum of 40 and 2 is 42."
     # The input model's fields are the function's keyword arguments (docs/pinning.md).
@@ -346,7 +345,7 @@ async def test_server_everything_gives_a_working_client(generated: dict[str, Pat
 
 
 async def test_the_server_is_replaced_per_call_or_for_the_module(generated: dict[str, Path]) -> None:
-    module = _import(generated["time"])
+    module = import_file(generated["time"])
     stdio = StdioServer(
         PYTHON, [CORPUS_SERVER], env={"CORPUS_FILE": str(TESTS / "schema" / "corpus" / "time.json")}
     )
@@ -395,7 +394,7 @@ def test_a_config_gives_one_module_for_every_server(
     config.write_text(json.dumps({"mcpServers": servers}))
     out = _codegen(tmp_path / "client.py", "--config", str(config))
     assert "3 typed tools of 2 server(s)" in capsys.readouterr().out
-    module = _import(out)
+    module = import_file(out)
     try:
         assert {"time_get_current_time", "time_convert_time", "fetch_fetch"} <= set(module.__all__)
         with pytest.raises(UserError, match="say which server"):

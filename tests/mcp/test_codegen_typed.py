@@ -7,7 +7,6 @@ using a generated module passes `mypy --strict`, and one reading a field the out
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -21,7 +20,7 @@ from typing import Any
 
 import pydantic
 import pytest
-from conftest import EVERYTHING, FILESYSTEM, PYTHON, SERVERS, TESTS, mypy_cache
+from conftest import EVERYTHING, FILESYSTEM, PYTHON, SERVERS, TESTS, import_file, mypy_cache
 
 from cubepi.cli import main
 from cubepi.codegen import raw_result, run_sync
@@ -35,15 +34,6 @@ ROOT = TESTS.parent
 DOC = ROOT / "docs" / "pinning.md"
 sys.path.insert(0, str(SERVERS))
 from recorder import NEST_SCHEMA  # noqa: E402
-
-
-def _import(path: Path) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +50,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def recorded(folder: Path) -> types.ModuleType:
-    return _import(folder / "recorded.py")
+    return import_file(folder / "recorded.py")
 
 
 def _annotation(model: type[pydantic.BaseModel], field: str) -> Any:
@@ -211,7 +201,7 @@ def filesystem(tmp_path: Path) -> tuple[Path, Path]:
 async def test_server_filesystem_edits_take_typed_edits(filesystem: tuple[Path, Path]) -> None:
     out, box = filesystem
     tmp_path = out.parent
-    files = _import(out)
+    files = import_file(out)
     try:
         assert _annotation(files.EditFileInput, "edits") == list[files.EditFileEditsItem]
         edit = files.EditFileEditsItem(oldText="world", newText="there")
