@@ -342,11 +342,89 @@ def import_file(path: Path) -> types.ModuleType:
     return module
 
 
-def mypy_cache() -> Path:
-    """A mypy cache for the generated-client tests, one per xdist worker (two mypy runs never share
-    one), kept between runs: a cold run takes a minute."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    return TESTS.parent / ".mypy_cache" / f"codegen-tests-{worker}"
+MYPY_CACHES = TESTS.parent / ".mypy_cache"
+MYPY_STRICT = (PYTHON, "-m", "mypy", "--strict", "--follow-imports=silent")
+MYPY_WARM_IMPORTS = (
+    "from cubepi.codegen import UNSET, GeneratedClient, Number, Unset, raw_result, run_sync\n"
+    "from cubepi.errors import ToolCallError\n"
+    "from cubepi.mcp import HttpServer, StdioServer\n"
+    "from pydantic import BaseModel, ConfigDict, Field\n"
+)
+
+
+def mypy(folder: Path, *files: str) -> subprocess.CompletedProcess[str]:
+    """`mypy --strict` on files in `folder`, as in a project of their own that imports this checkout's
+    cubepi (its errors not reported), with this worker's cache warmed (see `warm_mypy_cache`)."""
+    _warming().join()
+    return _mypy_strict(folder, _worker_cache(), *files)
+
+
+def warm_mypy_cache() -> None:
+    """Make this worker's mypy cache warm: a cold `mypy --strict` over cubepi, mcp and pydantic takes a
+    minute of CPU, so it runs once per machine (under a lock, whichever worker comes first) into a shared
+    template that each worker then copies; two mypy runs never write one cache."""
+    import fcntl
+    import shutil
+    import tempfile
+
+    MYPY_CACHES.mkdir(exist_ok=True)
+    template = MYPY_CACHES / "codegen-tests"
+    with open(MYPY_CACHES / "codegen-tests.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (template / "warm").exists():
+            with tempfile.TemporaryDirectory() as folder:
+                (Path(folder) / "warm_up.py").write_text(MYPY_WARM_IMPORTS)
+                _mypy_strict(Path(folder), template, "warm_up.py")
+            (template / "warm").touch()
+        if not _worker_cache().exists():
+            shutil.copytree(template, _worker_cache())
+
+
+def _mypy_strict(folder: Path, cache: Path, *files: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*MYPY_STRICT, "--cache-dir", str(cache), *files],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MYPYPATH": str(TESTS.parent)},
+        check=False,
+    )
+
+
+def _worker_cache() -> Path:
+    return MYPY_CACHES / f"codegen-tests-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+
+
+_warm_up: list[threading.Thread] = []
+
+
+def _warming() -> threading.Thread:
+    """The warm-up of this worker's cache, started once (at collection when a collected test uses mypy)."""
+    if not _warm_up:
+        _warm_up.append(threading.Thread(target=warm_mypy_cache, name="mypy-warm-up", daemon=True))
+        _warm_up[0].start()
+    return _warm_up[0]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "mypy: runs mypy --strict (conftest.mypy); its cache warms at collection"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Start the warm-up beside the tests before them; a test that waits for it gets minutes (a cold
+    mypy run is CPU-bound, and slow on two loaded cores)."""
+    typed = [item for item in items if item.get_closest_marker("mypy")]
+    for item in typed:
+        item.add_marker(pytest.mark.timeout(600))
+    if typed:
+        _warming()
+
+
+def pytest_sessionfinish() -> None:
+    if _warm_up:
+        _warm_up[0].join()
 
 
 class Storage:

@@ -27,7 +27,7 @@ from conftest import (
     TESTS,
     StartServer,
     import_file,
-    mypy_cache,
+    mypy,
 )
 
 from cubepi.cli import main
@@ -152,7 +152,7 @@ def generated(corpus_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
         sys.modules.pop(path.stem, None)
 
 
-@pytest.mark.timeout(600)  # a cold mypy --strict run, CPU-bound: minutes on 2 loaded cores
+@pytest.mark.mypy
 def test_every_generated_module_passes_ruff_and_mypy_strict(generated: dict[str, Path]) -> None:
     folder = next(iter(generated.values())).parent
     ruff = [PYTHON, "-m", "ruff"]
@@ -162,8 +162,7 @@ def test_every_generated_module_passes_ruff_and_mypy_strict(generated: dict[str,
     formatted = _run([*ruff, "format", "--isolated", "--no-cache", "--check", "."], folder)
     assert formatted.returncode == 0, formatted.stdout + formatted.stderr
     # One run over every module; this checkout's cubepi (its sources, its errors not reported).
-    mypy = [PYTHON, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(mypy_cache())]
-    typed = _run([*mypy, *(path.name for path in generated.values())], folder, MYPYPATH=str(ROOT))
+    typed = mypy(folder, *(path.name for path in generated.values()))
     assert typed.returncode == 0, typed.stdout + typed.stderr
     assert f"no issues found in {len(generated)} source files" in typed.stdout
 

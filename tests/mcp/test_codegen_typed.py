@@ -8,9 +8,7 @@ using a generated module passes `mypy --strict`, and one reading a field the out
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 import types
 import typing
@@ -20,7 +18,7 @@ from typing import Any
 
 import pydantic
 import pytest
-from conftest import EVERYTHING, FILESYSTEM, PYTHON, SERVERS, TESTS, import_file, mypy_cache
+from conftest import EVERYTHING, FILESYSTEM, PYTHON, SERVERS, TESTS, import_file, mypy
 
 from cubepi.cli import main
 from cubepi.codegen import raw_result, run_sync
@@ -198,6 +196,7 @@ def filesystem(tmp_path: Path) -> tuple[Path, Path]:
     return tmp_path / "files.py", box
 
 
+@pytest.mark.mypy
 async def test_server_filesystem_edits_take_typed_edits(filesystem: tuple[Path, Path]) -> None:
     out, box = filesystem
     tmp_path = out.parent
@@ -211,23 +210,11 @@ async def test_server_filesystem_edits_take_typed_edits(filesystem: tuple[Path, 
             await files.read_text_file(path=str(tmp_path / "elsewhere.txt"))
     finally:
         sys.modules.pop(out.stem, None)
-    typed = _mypy(tmp_path, out.name)
+    typed = mypy(tmp_path, out.name)
     assert typed.returncode == 0, typed.stdout + typed.stderr
 
 
 # -- mypy --strict on programs that use a module -----------------------------------------------------------
-
-
-def _mypy(folder: Path, *files: str) -> subprocess.CompletedProcess[str]:
-    command = [PYTHON, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(mypy_cache())]
-    return subprocess.run(
-        [*command, *files],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MYPYPATH": str(ROOT)},
-        check=False,
-    )
 
 
 def _doc_program() -> str:
@@ -238,7 +225,7 @@ def _doc_program() -> str:
     return found.group(1)
 
 
-@pytest.mark.timeout(600)  # mypy runs, CPU-bound
+@pytest.mark.mypy
 def test_the_documented_program_type_checks_and_a_missing_field_does_not(folder: Path) -> None:
     if not (folder / "client.py").exists():
         pytest.skip("test servers not installed: npm ci --prefix tests")
@@ -253,19 +240,19 @@ def test_the_documented_program_type_checks_and_a_missing_field_does_not(folder:
         "    report = await weather(report={})\n"
         "    return report.temperature + (report.wind.speed if report.wind else 0)\n"
     )
-    typed = _mypy(folder, "client.py", "recorded.py", "program.py", "typed_use.py")
+    typed = mypy(folder, "client.py", "recorded.py", "program.py", "typed_use.py")
     assert typed.returncode == 0, typed.stdout + typed.stderr
-    wrong = _mypy(folder, "client.py", "wrong.py")
+    wrong = mypy(folder, "client.py", "wrong.py")
     assert wrong.returncode == 1, wrong.stdout + wrong.stderr
     assert '"GetStructuredContentOutput" has no attribute "pressure"' in wrong.stdout
 
 
-def test_a_wrong_argument_type_fails_mypy(folder: Path) -> None:
+def test_a_wrong_argument_type_failsmypy(folder: Path) -> None:
     (folder / "wrong_edit.py").write_text(
         "from recorded import nest\n\n\nasync def use() -> str:\n"
         "    return await nest(path='p', edits=[{'oldText': 'a'}])\n"
     )
-    wrong = _mypy(folder, "recorded.py", "wrong_edit.py")
+    wrong = mypy(folder, "recorded.py", "wrong_edit.py")
     assert wrong.returncode == 1, wrong.stdout + wrong.stderr
     assert 'List item 0 has incompatible type "dict[str, str]"; expected "NestEditsItem"' in wrong.stdout
 
