@@ -37,7 +37,7 @@ from ._calls.ownership import Lease
 from ._calls.protocol import Learned
 from ._calls.runner import Runner
 from ._calls.session import Opening, Session
-from ._errors import Attempt, is_lost, reraise, root_cause
+from ._errors import Attempt, is_lost, mcp_errors, reraise, root_cause
 from ._lists.following import Follower, ToolsChangedCallback
 from ._lists.offers import PromptMessage, ServerOffers
 from ._lists.toollist import MCPToolList
@@ -301,18 +301,20 @@ class MCPConnection:
     ) -> Any:
         session = lease.session
         attempt = Attempt(tool_name, "call", process=lease.attempt.process, secrets=lease.attempt.secrets)
-        try:
-            if session is None:
-                raise MCPError(f"the connection to {self.describe()} was lost", server=self.describe())
-            return await work(view(session, attempt), *args)
-        except Exception as exc:
-            lost = is_lost(root_cause(exc))
-            hint = "the connection was lost" if lost else None
-            if not self.auto_reconnect and not isinstance(root_cause(exc), (MCPError, UserError)):
+
+        async def explain(exc: BaseException) -> tuple[BaseException, bool]:
+            cause = root_cause(exc)
+            hint = "the connection was lost" if is_lost(cause) else None
+            if not self.auto_reconnect and not isinstance(cause, (MCPError, UserError)):
                 advice = "connect(auto_reconnect=True) reopens a dead connection"
                 hint = f"{hint}; {advice}" if hint else advice
             attempt.note = hint
-            reraise(await attempt.error(exc, self.describe()))
+            return exc, True
+
+        async with mcp_errors(attempt, self.describe(), explain=explain):
+            if session is None:
+                raise MCPError(f"the connection to {self.describe()} was lost", server=self.describe())
+            return await work(view(session, attempt), *args)
 
     # -- what the server offers besides tools (docs/resources-prompts-instructions.md) ---------------------
 

@@ -3,7 +3,9 @@
 The SDK runs every transport in anyio task groups, so a dead server surfaces as nested exception groups.
 `Attempt` keeps what an error report needs of one session (phase reached, stderr tail, exit code, HTTP
 status, the user's secrets); `translate` digs out the root cause and words it, naming the phase, the tool
-and the server, with every secret redacted.
+and the server, with every secret redacted. `mcp_errors` is the boundary where a request's exceptions
+become cubepi errors (in the manner of httpx's `map_httpcore_exceptions`): the runner's two paths and a
+connection's calls each run inside it.
 
 Errors are classified by type and JSON-RPC code. Where the SDK tells a transport event apart from a
 server's answer only by its text (`SDK_WORDING`), the wording is pinned by tests/mcp/test_sdk_wording.py,
@@ -14,9 +16,10 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 
@@ -32,9 +35,11 @@ if TYPE_CHECKING:
 __all__ = [
     "SDK_WORDING",
     "Attempt",
+    "RevisionRefused",
     "error_result",
     "is_cancellation",
     "leaves",
+    "mcp_errors",
     "reraise",
     "root_cause",
     "said",
@@ -157,6 +162,29 @@ class Attempt:
         )
 
 
+class RevisionRefused(MCPError):
+    """The server refused the protocol revision of the request (JSON-RPC -32022): a server whose
+    protocol changed since the load, which the runner may send the request to once more."""
+
+
+Explain: TypeAlias = Callable[[BaseException], Awaitable[tuple[BaseException, bool]]]
+
+
+@asynccontextmanager
+async def mcp_errors(attempt: Attempt, server: str, *, explain: Explain | None = None) -> AsyncIterator[None]:
+    """The boundary of a request: what the SDK and the transports raise inside leaves it as the readable
+    cubepi error `attempt` words (`translate`); a cancellation passes through as it is. `explain` (the
+    runner's, for a leased session) says what to report for an exception, and whether the session has
+    closed (its stderr tail is then whole)."""
+    try:
+        yield
+    except BaseException as exc:
+        if is_cancellation(exc):
+            raise
+        failure, settled = (exc, True) if explain is None else await explain(exc)
+        reraise(await attempt.error(failure, server, settled=settled))
+
+
 def _http_status(exc: BaseException) -> int | None:
     status = getattr(getattr(exc, "response", None), "status_code", None)
     return status if isinstance(status, int) else None
@@ -268,9 +296,8 @@ def translate(
             f"protocol={forced_revision!r} forces: protocol='auto' finds out which revision it speaks"
         )
     context = f" ({note})" if note else ""
-    error = MCPError(
-        f"{action} failed{context}: {failure}", tool_name=tool_name, server=server, stderr=stderr
-    )
+    kind = RevisionRefused if sdk_code(root) == UNSUPPORTED_PROTOCOL_VERSION else MCPError
+    error = kind(f"{action} failed{context}: {failure}", tool_name=tool_name, server=server, stderr=stderr)
     error.__cause__ = _cleaned(root, secrets)
     return error
 

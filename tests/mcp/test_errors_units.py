@@ -17,10 +17,12 @@ from cubepi.mcp._errors import (
     SDK_PREFIXES,
     SDK_WORDING,
     Attempt,
+    RevisionRefused,
     describe_failure,
     is_cancellation,
     is_lost,
     leaves,
+    mcp_errors,
     reraise,
     root_cause,
     translate,
@@ -284,3 +286,54 @@ async def test_an_attempt_tells_how_its_process_ended_and_what_it_printed_withou
     process.returncode = None
     error = await attempt.error(anyio.BrokenResourceError(), SERVER, settled=False)
     assert "exited" not in str(error) and process.settled == [True, False]
+
+
+# -- the boundary of a request (mcp_errors) ----------------------------------------------------------------
+
+
+async def test_the_boundary_raises_what_failed_inside_as_one_worded_error() -> None:
+    attempt = Attempt(tool_name="echo", phase="call", secrets=("s3cret",))
+    with pytest.raises(MCPError) as raised:
+        async with mcp_errors(attempt, SERVER):
+            raise ExceptionGroup("transport", [SdkError(-32603, "no such row s3cret")])
+    assert str(raised.value) == (
+        "calling tool 'echo' on demo-server failed: the server returned JSON-RPC error -32603: "
+        "no such row ***"
+    )
+    assert not isinstance(raised.value, RevisionRefused)
+    assert raised.value.__suppress_context__, "no 'During handling of ExceptionGroup' in a traceback"
+    assert "s3cret" not in str(raised.value.__cause__)
+
+
+async def test_a_refused_revision_is_its_own_kind_of_mcp_error() -> None:
+    with pytest.raises(RevisionRefused, match="JSON-RPC error -32022"):
+        async with mcp_errors(Attempt(phase="list"), SERVER):
+            raise SdkError(-32022, "Unsupported protocol version")
+
+
+async def test_a_cancellation_passes_the_boundary_as_it_is() -> None:
+    explained: list[BaseException] = []
+
+    async def explain(exc: BaseException) -> tuple[BaseException, bool]:
+        explained.append(exc)
+        return exc, True
+
+    with anyio.CancelScope() as scope:
+        async with mcp_errors(Attempt(), SERVER, explain=explain):
+            scope.cancel()
+            await anyio.sleep(1)
+    assert scope.cancelled_caught and not explained
+
+
+async def test_the_boundary_reports_what_explain_says_failed() -> None:
+    cause = SdkError(*SDK_WORDING["closed"])
+    seen: list[BaseException] = []
+
+    async def explain(exc: BaseException) -> tuple[BaseException, bool]:
+        seen.append(exc)
+        return OSError(5, "Input/output error"), True
+
+    with pytest.raises(MCPError, match=r"starting demo-server failed: OSError: Input/output error$"):
+        async with mcp_errors(Attempt(), SERVER, explain=explain):
+            raise cause
+    assert seen == [cause]

@@ -20,15 +20,7 @@ import anyio
 from ..._calling import lent_elicitation
 from ...errors import MCPTimeoutError
 from .._context import current_call_context
-from .._errors import (
-    UNSUPPORTED_PROTOCOL_VERSION,
-    Attempt,
-    is_cancellation,
-    is_lost,
-    leaves,
-    reraise,
-    sdk_code,
-)
+from .._errors import Attempt, RevisionRefused, is_lost, leaves, mcp_errors
 from .._sdk import ensure_sdk
 from .elicitation import with_defaults
 from .limits import CLOSE_MARGIN, Timeouts
@@ -187,14 +179,14 @@ class Stateless(Runner):
         shared.check_open()
         attempt = Attempt(tool_name=tool_name)
         try:
-            async with self.opening(await shared.keeper(), learn=False).one_request(attempt) as session:
-                return await work(session, *args)
-        except BaseException as exc:
-            if is_cancellation(exc):
+            async with mcp_errors(attempt, self.describe()):
+                keeper = await shared.keeper()
+                async with self.opening(keeper, learn=False).one_request(attempt) as session:
+                    return await work(session, *args)
+        except RevisionRefused:
+            if not self._forgets_protocol():
                 raise
-            if self._refused(exc):
-                return await self._leased(work, *args, tool_name=tool_name, again=True)
-            reraise(await attempt.error(exc, self.describe()))
+        return await self._leased(work, *args, tool_name=tool_name, again=True)
 
     async def _leased(self, work: Work, *args: Any, tool_name: str | None = None, again: bool = False) -> Any:
         """A request on a leased session (see `_calls.ownership`): a limit that runs out raises at once while
@@ -209,46 +201,49 @@ class Stateless(Runner):
         spare = await self._spare(keeper) if self.prespawn else None
         lease = spare or self.opening(keeper).leased(tool_name)
         lease.attempt.tool_name = tool_name
+        bounded = keeper is not None and self.owned
         try:
-            if keeper is not None:
-                if spare is None:
-                    keeper.own(lease)
-                wait = spare is None and not (self.owned and keeper.detaches(lease))
-                return await lease.borrow(work, *args, wait=wait)
-            async with anyio.create_task_group() as group:
-                group.start_soon(lease.own)
-                return await lease.borrow(work, *args)
-        except BaseException as exc:
-            if is_cancellation(exc):
+            async with mcp_errors(
+                lease.attempt, self.describe(), explain=lambda exc: self._failure(exc, lease, bounded=bounded)
+            ):
+                if keeper is not None:
+                    if spare is None:
+                        keeper.own(lease)
+                    wait = spare is None and not (self.owned and keeper.detaches(lease))
+                    return await lease.borrow(work, *args, wait=wait)
+                async with anyio.create_task_group() as group:
+                    group.start_soon(lease.own)
+                    return await lease.borrow(work, *args)
+        except RevisionRefused:
+            if again or not self._forgets_protocol():
                 raise
-            phase = lease.attempt.phase  # the phase it failed in (the owner goes on to close)
-            failure = await self._failure(exc, lease, bounded=keeper is not None and self.owned)
-            if failure is exc:
-                lease.attempt.phase = phase
-            if not again and self._refused(failure):
-                return await self._leased(work, *args, tool_name=tool_name, again=True)
-            reraise(await lease.attempt.error(failure, self.describe(), settled=lease.closed.is_set()))
         finally:
             if keeper is not None and self.prespawn:
                 shared.spare_after(keeper, self.spare_opening)
+        return await self._leased(work, *args, tool_name=tool_name, again=True)
 
-    async def _failure(self, exc: BaseException, lease: Lease[Session], *, bounded: bool) -> BaseException:
-        """What to report for `exc`, once the session has closed; a limit that ran out is a bound (the
-        keeper goes on closing), and a lost connection is reported by what broke it."""
+    async def _failure(
+        self, exc: BaseException, lease: Lease[Session], *, bounded: bool
+    ) -> tuple[BaseException, bool]:
+        """What to report for `exc`, once the session has closed, and whether it has: a limit that ran out
+        is a bound (the keeper goes on closing), and a lost connection is reported by what broke it, in
+        the phase it broke in."""
+        phase = lease.attempt.phase  # the owner goes on to close: the phase the request failed in
         if isinstance(exc, MCPTimeoutError) or isinstance(lease.failure, MCPTimeoutError):
             await lease.settle(CLOSE_MARGIN if bounded else math.inf)
-            return exc
-        await lease.settle()
-        closing = lease.failure
-        if closing is not None and closing is not exc and all(map(is_lost, leaves(exc))):
-            return closing
-        return exc
+        else:
+            await lease.settle()
+            closing = lease.failure
+            if closing is not None and closing is not exc and all(map(is_lost, leaves(exc))):
+                return closing, lease.closed.is_set()
+        lease.attempt.phase = phase
+        return exc, lease.closed.is_set()
 
-    def _refused(self, exc: BaseException) -> bool:
-        """The server refused the protocol version found at load (its protocol changed): forget it, so that
-        the call is sent once more on a session that finds it again."""
-        refused = any(sdk_code(leaf) == UNSUPPORTED_PROTOCOL_VERSION for leaf in leaves(exc))
-        if not refused or self.learned.protocol is None or self.server.protocol != "auto":
+    def _forgets_protocol(self) -> bool:
+        """After a refused revision: the protocol found at load is forgotten (the server's changed), so
+        that the request is sent once more on a session that finds it again; False where nothing was
+        found to forget, or `protocol=` pins it."""
+        if self.learned.protocol is None or self.server.protocol != "auto":
             return False
         self.forget_protocol()
         return True
