@@ -177,6 +177,9 @@ async def test_a_list_from_a_lockfile_names_and_checks_as_a_load_would() -> None
     async with await load_mcp_tools_from_lock(both, include=["add", "nope"]) as tools:
         assert [tool.name for tool in tools] == ["calc__add", "more__add"]
         assert list(tools.servers) == ["calc", "more"]  # type: ignore[attr-defined]
+    once = (name for name in ["add"])  # read once, for every server
+    async with await load_mcp_tools_from_lock(both, include=once) as tools:
+        assert [tool.name for tool in tools] == ["calc__add", "more__add"]
     with pytest.raises(UserError, match="drop prefix"):
         await load_mcp_tools_from_lock(both, prefix="p")
     with pytest.raises(UserError, match="tasks must be True or False"):

@@ -7,6 +7,7 @@ mid-call, so they run over stdio, where every stateless call starts a process of
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from cubepi.mcp import (
 from cubepi.mcp._calls.limits import Timeouts
 from cubepi.mcp._calls.runner import Stateless
 from cubepi.mcp._lists.building import Lister
+from cubepi.mcp._lists.options import LoadOptions
 from cubepi.mcp._lists.policies import Policies, is_destructive, is_retry_safe
 from cubepi.tools import ensure_unique_names
 
@@ -80,6 +82,26 @@ def test_the_loaders_share_their_defaults() -> None:
         assert not differ, f"{loader.__name__}: {differ}"
     assert shared["tasks"].default is True and shared["needs_approval"].default is False
     assert inspect.signature(load_mcp_tools_stdio).parameters["inherit_env"].default is False
+
+
+def test_the_loaders_options_are_one_value_with_the_same_defaults() -> None:
+    """Each loader's option keywords are the fields of `LoadOptions`, defaulted alike (a stdio or HTTP
+    loader's response size goes to its server config), so none is lost on the way to the list."""
+    options = {field.name: field.default for field in dataclasses.fields(LoadOptions)}
+    shared = inspect.signature(load_mcp_tools).parameters
+    assert {name: p.default for name, p in shared.items() if name != "server"} == options
+    for loader in (load_mcp_tools_stdio, load_mcp_tools_http):
+        parameters = inspect.signature(loader).parameters
+        taken = {name: p.default for name, p in parameters.items() if name in options}
+        assert set(options) - set(taken) <= {"prespawn"}, loader.__name__
+        differ = {n: d for n, d in taken.items() if n != "max_response_bytes" and d != options[n]}
+        assert not differ, f"{loader.__name__}: {differ}"
+
+
+def test_an_option_that_is_not_a_bool_is_refused_by_name() -> None:
+    for option in ("prespawn", "tasks", "resources", "prompts"):
+        with pytest.raises(UserError, match=rf"^{option} must be True or False, got 'yes'$"):
+            LoadOptions(**{option: "yes"})
 
 
 async def test_prefix_include_exclude(annotated_http: RunningServer) -> None:

@@ -7,7 +7,6 @@ its name; the list keeps them by name (`servers`), with the servers that failed 
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from .._config_file import ConfigSource, ConfiguredServer, read_mcp_config
 from .._redact import redact, secret_values
 from .._servers import HttpServer, StdioServer
 from .loaders import load_mcp_tools
+from .options import LoadOptions
 from .toollist import MCPToolList, ToolChanges, ToolListEdit, merge_changes
 
 __all__ = ["OnError", "load_mcp_tools_from_config"]
@@ -29,14 +29,10 @@ __all__ = ["OnError", "load_mcp_tools_from_config"]
 OnError: TypeAlias = Literal["raise", "skip"]
 
 
-def _policy_names() -> frozenset[str]:
-    return frozenset(inspect.signature(load_mcp_tools).parameters) - {"server"}
-
-
 def _merged_policies(
     configured: Sequence[ConfiguredServer], shared: Mapping[str, Any], servers: Mapping[str, Any] | None
 ) -> dict[str, dict[str, Any]]:
-    known = _policy_names()
+    known = LoadOptions.names()
     names = [item.name for item in configured]
 
     def check(options: Mapping[str, Any], whose: str) -> None:

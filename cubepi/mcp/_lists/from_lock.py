@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
 from ...errors import UserError
-from .._calls.limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT, Timeouts
+from .._calls.limits import DEFAULT_MAX_DURATION, SAME_AS_TIMEOUT
 from .._calls.runner import Stateless
 from .._lockfile import LockedServer, LockSource, learned_of, locked_settings, read_lock
 from .._servers import HttpServer, Server, StdioServer
 from .building import Lister
 from .from_config import _ConfigToolList
-from .policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
+from .options import LoadOptions
+from .policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, ResultRenderer, RetrySetting
 from .toollist import MCPToolList
 
 __all__ = ["load_mcp_tools_from_lock", "locked_server"]
@@ -51,24 +53,15 @@ async def load_mcp_tools_from_lock(
     With several servers, each server's tools are named ``<server>__<tool>`` (a `prefix` is then not
     allowed). Policies mean what they mean for `load_mcp_tools`; `refresh()` lists the servers again.
     """
-    if not isinstance(tasks, bool):
-        raise UserError(f"tasks must be True or False, got {tasks!r}")
+    options = LoadOptions.of(locals())
     entries = read_lock(lock)
     if len(entries) > 1 and prefix is not None:
         raise UserError("a lockfile of several servers names tools <server>__<tool>; drop prefix=")
-    timeouts = Timeouts.from_options(timeout, startup_timeout, max_duration)
+    timeouts = options.timeouts()
     lists: dict[str, MCPToolList] = {}
     for entry in entries:
-        policies = Policies.create(
-            prefix=entry.name if len(entries) > 1 else prefix,
-            include=include,
-            exclude=exclude,
-            retries=retries,
-            max_output_chars=max_output_chars,
-            result_renderer=result_renderer,
-            needs_approval=needs_approval,
-            max_concurrency=max_concurrency,
-        )
+        named = dataclasses.replace(options, prefix=entry.name) if len(entries) > 1 else options
+        policies = named.policies()
         server = locked_server(entry)
         runner = Stateless(
             server, timeouts, tasks=tasks, max_concurrency=policies.max_concurrency, learned=learned_of(entry)

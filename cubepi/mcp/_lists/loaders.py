@@ -31,6 +31,7 @@ from .._connection import MCPConnection
 from .._lockfile import DriftPolicy, LockSource, pin
 from .._servers import HttpServer, StdioServer
 from .building import Lister
+from .options import LoadOptions
 from .policies import DEFAULT_MAX_CONCURRENCY, ApprovalSetting, Policies, ResultRenderer, RetrySetting
 from .toollist import MCPToolList
 
@@ -144,85 +145,86 @@ async def load_mcp_tools(
     `DriftWarning` (``"warn"``), or kept needing approval on every call (``"approve"``); removed tools are
     warned of. The list's `drift` says what differed (a `ToolChanges`).
     """
-    for option, value in (("tasks", tasks), ("resources", resources), ("prompts", prompts)):
-        if not isinstance(value, bool):
-            raise UserError(f"{option} must be True or False, got {value!r}")
-    if not isinstance(prespawn, bool):
-        raise UserError(f"prespawn must be True or False, got {prespawn!r}")
-    policies = Policies.create(
-        prefix=prefix,
-        include=include,
-        exclude=exclude,
-        retries=retries,
-        max_output_chars=max_output_chars,
-        result_renderer=result_renderer,
-        needs_approval=needs_approval,
-        max_concurrency=max_concurrency,
-        hidden_arguments=hidden_arguments,
-        page_results=page_results,
-    )
-    timeouts = Timeouts.from_options(timeout, startup_timeout, max_duration)
+    return await load(server, LoadOptions.of(locals()))
+
+
+async def load(server: StdioServer | HttpServer | MCPConnection, options: LoadOptions) -> MCPToolList:
+    """What `load_mcp_tools` does, with its options as one value."""
+    policies, timeouts = options.policies(), options.timeouts()
     if isinstance(server, MCPConnection):
-        if any(
-            x is not None for x in (elicitation_callback, sampling_callback, list_roots_callback, log_level)
-        ):
-            raise UserError(
-                "a connection's callbacks and log level go to server.connect(elicitation_callback=..., "
-                "sampling_callback=..., list_roots_callback=..., log_level=...)"
-            )
-        if prespawn:
-            raise UserError("prespawn=True applies to stateless stdio tools, not to a live connection")
-        if max_response_bytes is not SAME_AS_SERVER:
-            raise UserError("a connection's max_response_bytes goes to its server config")
-        # On a connection, calls multiplex over one session: only an explicit max_concurrency limits them.
-        limit = None if max_concurrency is DEFAULT_MAX_CONCURRENCY else policies.max_concurrency
-        pinned = pin(lock, on_drift, server.server) if lock is not None else None
-        lister = Lister(server.runner(timeouts, limit), policies, resources, prompts, pinned)
-        loaded = await server.load(lister)
-        loaded.drift = pinned.drift if pinned is not None else None
-        return loaded
+        return await _load_over(server, options, policies, timeouts)
     if not isinstance(server, (StdioServer, HttpServer)):
         raise UserError(
             "load_mcp_tools takes a StdioServer or an HttpServer (or a connection from server.connect()), "
             f"got {type(server).__name__}"
         )
-    if prespawn and server.kind != "stdio":
+    if options.prespawn and server.kind != "stdio":
         raise UserError("prespawn=True applies to stdio servers (an HTTP server has no process to start)")
-    if max_response_bytes is not SAME_AS_SERVER:
-        server = dataclasses.replace(server, max_response_bytes=check_response_bytes(max_response_bytes))
+    if options.max_response_bytes is not SAME_AS_SERVER:
+        limit = check_response_bytes(options.max_response_bytes)
+        server = dataclasses.replace(server, max_response_bytes=limit)
     server.check_travelled()
-    callbacks: dict[str, Any] = {}
-    if elicitation_callback is not None:
-        if not callable(elicitation_callback):
-            raise UserError("elicitation_callback must be an async function (context, params) -> result")
-        callbacks["elicitation_callback"] = with_defaults(elicitation_callback)
-    callbacks.update(
-        server_requests(sampling_callback=sampling_callback, list_roots_callback=list_roots_callback)
-    )
-    if log_level is not None:
-        callbacks.update(log_level=log_level, logging_callback=server_logs(server.describe()))
     runner = Stateless(
         server,
         timeouts,
-        callbacks=callbacks,
-        tasks=tasks,
-        prespawn=prespawn,
+        callbacks=_callbacks(options, server.describe()),
+        tasks=options.tasks,
+        prespawn=options.prespawn,
         max_concurrency=policies.max_concurrency,
     )
-    lister = Lister(
-        runner, policies, resources, prompts, pin(lock, on_drift, server) if lock is not None else None
-    )
+    pinned = pin(options.lock, options.on_drift, server) if options.lock is not None else None
+    lister = Lister(runner, policies, options.resources, options.prompts, pinned)
     try:
         keeper = await runner.shared.home()
         listing = await lister.list(strict=True)
-        if prespawn and keeper is not None:  # the first spare starts once the tools are listed
+        if options.prespawn and keeper is not None:  # the first spare starts once the tools are listed
             runner.shared.spare_after(keeper, runner.spare_opening)
     except BaseException:
         await runner.shared.aclose()
         raise
     tools = MCPToolList.from_listing(listing, lister.relist, shared=runner.shared)
-    tools.drift = lister.pin.drift if lister.pin is not None else None
+    tools.drift = pinned.drift if pinned is not None else None
     return tools
+
+
+async def _load_over(
+    connection: MCPConnection, options: LoadOptions, policies: Policies, timeouts: Timeouts
+) -> MCPToolList:
+    """A list whose calls go over a live connection (its callbacks and limits are the connection's)."""
+    callbacks = (options.elicitation_callback, options.sampling_callback, options.list_roots_callback)
+    if any(x is not None for x in (*callbacks, options.log_level)):
+        raise UserError(
+            "a connection's callbacks and log level go to server.connect(elicitation_callback=..., "
+            "sampling_callback=..., list_roots_callback=..., log_level=...)"
+        )
+    if options.prespawn:
+        raise UserError("prespawn=True applies to stateless stdio tools, not to a live connection")
+    if options.max_response_bytes is not SAME_AS_SERVER:
+        raise UserError("a connection's max_response_bytes goes to its server config")
+    # On a connection, calls multiplex over one session: only an explicit max_concurrency limits them.
+    limit = None if options.max_concurrency is DEFAULT_MAX_CONCURRENCY else policies.max_concurrency
+    pinned = pin(options.lock, options.on_drift, connection.server) if options.lock is not None else None
+    lister = Lister(connection.runner(timeouts, limit), policies, options.resources, options.prompts, pinned)
+    loaded = await connection.load(lister)
+    loaded.drift = pinned.drift if pinned is not None else None
+    return loaded
+
+
+def _callbacks(options: LoadOptions, server: str) -> dict[str, Any]:
+    """The session keywords of what a server may ask or say mid-call (elicitation, sampling, roots, logs)."""
+    callbacks: dict[str, Any] = {}
+    if options.elicitation_callback is not None:
+        if not callable(options.elicitation_callback):
+            raise UserError("elicitation_callback must be an async function (context, params) -> result")
+        callbacks["elicitation_callback"] = with_defaults(options.elicitation_callback)
+    callbacks.update(
+        server_requests(
+            sampling_callback=options.sampling_callback, list_roots_callback=options.list_roots_callback
+        )
+    )
+    if options.log_level is not None:
+        callbacks.update(log_level=options.log_level, logging_callback=server_logs(server))
+    return callbacks
 
 
 async def load_mcp_tools_stdio(
@@ -270,7 +272,8 @@ async def load_mcp_tools_stdio(
     for the server to start (each call still gets a process no earlier call used). Policies as for
     `load_mcp_tools`.
     """
-    return await load_mcp_tools(
+    options = LoadOptions.of({**locals(), "max_response_bytes": SAME_AS_SERVER})  # the server's, below
+    return await load(
         StdioServer(
             command,
             tuple(args or ()),
@@ -281,29 +284,7 @@ async def load_mcp_tools_stdio(
             protocol=protocol,
             max_response_bytes=max_response_bytes,
         ),
-        timeout=timeout,
-        startup_timeout=startup_timeout,
-        max_duration=max_duration,
-        prespawn=prespawn,
-        prefix=prefix,
-        include=include,
-        exclude=exclude,
-        retries=retries,
-        max_output_chars=max_output_chars,
-        result_renderer=result_renderer,
-        needs_approval=needs_approval,
-        max_concurrency=max_concurrency,
-        hidden_arguments=hidden_arguments,
-        elicitation_callback=elicitation_callback,
-        sampling_callback=sampling_callback,
-        list_roots_callback=list_roots_callback,
-        log_level=log_level,
-        tasks=tasks,
-        resources=resources,
-        prompts=prompts,
-        page_results=page_results,
-        lock=lock,
-        on_drift=on_drift,
+        options,
     )
 
 
@@ -345,7 +326,8 @@ async def load_mcp_tools_http(
     `headers` may be a callable (sync or async) returning fresh headers, called once per connection.
     Timeouts and policies as for `load_mcp_tools`.
     """
-    return await load_mcp_tools(
+    options = LoadOptions.of({**locals(), "max_response_bytes": SAME_AS_SERVER})  # the server's, below
+    return await load(
         HttpServer(
             server_url,
             headers=headers,
@@ -354,26 +336,5 @@ async def load_mcp_tools_http(
             protocol=protocol,
             max_response_bytes=max_response_bytes,
         ),
-        timeout=timeout,
-        startup_timeout=startup_timeout,
-        max_duration=max_duration,
-        prefix=prefix,
-        include=include,
-        exclude=exclude,
-        retries=retries,
-        max_output_chars=max_output_chars,
-        result_renderer=result_renderer,
-        needs_approval=needs_approval,
-        max_concurrency=max_concurrency,
-        hidden_arguments=hidden_arguments,
-        elicitation_callback=elicitation_callback,
-        sampling_callback=sampling_callback,
-        list_roots_callback=list_roots_callback,
-        log_level=log_level,
-        tasks=tasks,
-        resources=resources,
-        prompts=prompts,
-        page_results=page_results,
-        lock=lock,
-        on_drift=on_drift,
+        options,
     )
