@@ -785,3 +785,30 @@ def test_docstrings_break_at_spaces_only_and_document_via(load: Any) -> None:
     doc = inspect.getdoc(module.t) or ""
     assert any(line.strip().startswith(hyphenated) for line in doc.splitlines()), doc
     assert "    via: call this server instead of the module's (see `use_server`)." in doc
+
+
+def test_a_docstring_that_ends_in_a_quote_stays_a_docstring(load: Any) -> None:
+    properties = {
+        "n": {"type": "object", "description": 'a "quoted"', "properties": {"x": {"type": "string"}}}
+    }
+    module = load(generate(lock(server("s", tool("t", properties)))))
+    assert (inspect.getdoc(module.TN) or "").strip() == 'a "quoted"'
+
+
+def test_several_reasons_for_any_wrap_within_the_line_length(tmp_path: Path) -> None:
+    schema = {
+        "anyOf": [
+            {"type": "array", "prefixItems": [{}]},
+            {"type": "object", "additionalProperties": {"$ref": "#/$defs/x"}},
+        ]
+    }
+    source = generate(lock(server("s", tool("t", {"p": schema}, required=["p"]))))
+    ruff(source, tmp_path)
+    model = source.split("class TInput")[1].split("async def")[0].splitlines()
+    comment = [line for line in model if line.lstrip().startswith("# ")]
+    why = cubepi.codegen
+    assert len(comment) == 2 and max(map(len, comment)) <= why.WIDTH
+    assert (
+        " ".join(line.strip().removeprefix("# ") for line in comment)
+        == f"Any: {why.ANY_TUPLE}; {why.ANY_REF}"
+    )
