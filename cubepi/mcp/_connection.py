@@ -42,6 +42,7 @@ from ._lists.following import Follower, ToolsChangedCallback
 from ._lists.offers import PromptMessage, ServerOffers
 from ._lists.toollist import MCPToolList
 from ._sdk import ensure_sdk
+from ._transports.choice import transport_for
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -91,6 +92,7 @@ class MCPConnection:
             raise UserError("on_tools_changed must be a function of the ToolChanges (sync or async)")
         server.check_travelled()
         self.server = server
+        self.transport = transport_for(server)
         self.auto_reconnect = auto_reconnect
         self.timeouts = Timeouts.from_options(timeout, startup_timeout)
         callbacks = {
@@ -182,11 +184,9 @@ class MCPConnection:
         Nothing opens once the block has ended (a reopen can outlast it)."""
         if self._group is None:
             return
-        from ._transports.stdio import launch_parameters
-
-        launch = launch_parameters(self.server) if self.server.kind == "stdio" else None
+        self.transport.prepare()
         lease = Opening(
-            self.server, self.timeouts, self._learned, self._kwargs, launch, learn=self._learn
+            self.server, self.timeouts, self._learned, self._kwargs, self.transport, learn=self._learn
         ).leased()
         self._follower.listening = anyio.Event()
         self._group.start_soon(lease.own, name=f"cubepi-mcp-connection {self.describe()}")

@@ -25,7 +25,7 @@ from cubepi.mcp._calls.ownership import Keeper, Lease
 from cubepi.mcp._calls.protocol import Learned
 from cubepi.mcp._calls.session import Interrupted, Opening, Session
 from cubepi.mcp._transports import http as _http
-from cubepi.mcp._transports.stdio import launch_parameters
+from cubepi.mcp._transports.choice import transport_for
 
 ANNOTATED = SERVERS / "annotated.py"
 CRASHER = SERVERS / "crasher.py"
@@ -33,8 +33,7 @@ SLOW_INIT = SERVERS / "slow_init.py"
 
 
 def opening_of(server: StdioServer | HttpServer, timeout: float = 30.0) -> Opening:
-    launch = launch_parameters(server) if isinstance(server, StdioServer) else None
-    return Opening(server, Timeouts.from_options(timeout), Learned(), {}, launch)
+    return Opening(server, Timeouts.from_options(timeout), Learned(), {}, transport_for(server))
 
 
 async def call(session: Session, name: str, arguments: dict[str, Any]) -> str:

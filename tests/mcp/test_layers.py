@@ -129,3 +129,29 @@ def test_the_sdk_private_names_are_named_in_sdk_alone() -> None:
     elsewhere = {path: names for path, names in named.items() if names and path != "_sdk.py"}
     assert not elsewhere
     assert {"mcp.client._probe", "_create_platform_compatible_process", "._stamp"} <= named["_sdk.py"]
+
+
+def test_no_call_path_asks_a_server_for_its_kind() -> None:
+    """The calls, the sessions and the transports read a `Transport`'s traits; which transport a server
+    takes is decided in `_transports/choice.py` alone."""
+    configs = {"StdioServer", "HttpServer", "StdioConfig", "HttpConfig", "StdioTransport"}
+    asked: list[str] = []
+    for path in sorted(
+        [*PACKAGE.glob("_calls/*.py"), *PACKAGE.glob("_transports/*.py"), PACKAGE / "_connection.py"]
+    ):
+        if path.name == "choice.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            kind = isinstance(node, ast.Compare) and any(
+                isinstance(side, ast.Attribute) and side.attr == "kind"
+                for side in [node.left, *node.comparators]
+            )
+            typed = (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "isinstance"
+                and bool(configs & set(re.findall(r"\w+", ast.unparse(node.args[1]))))
+            )
+            if kind or typed:
+                asked.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {ast.unparse(node)}")
+    assert not asked, "\n".join(asked)

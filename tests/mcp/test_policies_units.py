@@ -255,7 +255,7 @@ class Holding(Caller):
 
     def __init__(self, limit: int | None) -> None:
         super().__init__()
-        self.shared = Shared("fake server", "http")
+        self.shared = Shared("fake server")
         self.limit = limit
         self.in_flight = self.peak = 0
         self.release = anyio.Event()

@@ -280,34 +280,34 @@ async def test_aclose_stops_the_spare_of_another_running_loop(
 
 
 def test_each_list_unpickles_to_its_own_shared_in_this_process() -> None:
-    first, second = Shared("server one", "stdio"), Shared("server two", "stdio")
+    first, second = Shared("server one"), Shared("server two")
     assert pickle.loads(pickle.dumps(first)) is first
     assert pickle.loads(pickle.dumps(second)) is second
 
 
 async def test_a_shared_landing_where_it_is_unknown_comes_back_empty_and_keeps_only_closed() -> None:
-    shared = Shared("the closed server", "stdio")
+    shared = Shared("the closed server")
     await shared.aclose()
     closed = pickle.dumps(shared)
-    opened = pickle.dumps(Shared("the open server", "http"))
+    opened = pickle.dumps(Shared("the open server"))
     del shared
     gc.collect()
 
     landed = pickle.loads(closed)
-    assert (landed.describe, landed.kind, landed.closed) == ("the closed server", "stdio", True)
+    assert (landed.describe, landed.closed) == ("the closed server", True)
     with pytest.raises(UserError, match="the tool list of the closed server was closed"):
         landed.check_open()
     assert pickle.loads(closed) is landed  # made once per process
 
     fresh = pickle.loads(opened)
-    assert (fresh.describe, fresh.kind, fresh.closed) == ("the open server", "http", False)
+    assert (fresh.describe, fresh.closed) == ("the open server", False)
     fresh.check_open()
     assert fresh is not landed and fresh.token != landed.token
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_aclose_closes_the_list_under_either_backend(anyio_backend: str) -> None:
-    shared = Shared("the server", "stdio")
+    shared = Shared("the server")
     keeper = await shared.keeper()
     assert (keeper is None) == (anyio_backend == "trio")  # under trio each call owns its session
     assert await shared.wait_spare() is False  # no spare was asked for

@@ -24,13 +24,13 @@ if TYPE_CHECKING:
     from mcp import types as mcp_types
 
     from .._errors import Attempt
+    from .._transports.base import TransportName
 
 __all__ = ["DISCOVER_LIMIT", "TASKS_EXTENSION", "Learned", "Protocol", "ProtocolSetting", "start"]
 
 # "auto": ``server/discover``, else the handshake; "legacy": always the handshake; or a 2026-07-28+
 # revision to pin (no probe).
 ProtocolSetting: TypeAlias = Literal["auto", "legacy"] | str
-Transport: TypeAlias = Literal["stdio", "streamable-http", "sse"]
 # How long a server may take to answer ``server/discover`` before it counts as a handshake-era server that
 # ignores unknown methods (one that answers with an error falls back at once).
 DISCOVER_LIMIT = 2.0
@@ -77,7 +77,7 @@ class Learned:
     definition (`needs_definition`)."""
 
     protocol: Protocol | None = None
-    transport: Transport | None = None
+    transport: TransportName | None = None
     definitions: Mapping[str, mcp_types.Tool] = field(default_factory=dict, compare=False)
 
     @property

@@ -84,7 +84,7 @@ class Stateless(Runner):
         self.prespawn = prespawn
         self.max_concurrency = max_concurrency
         self.owned = owned  # a list's runner: aclose() waits for sessions still closing (a limit is a bound)
-        self.shared = Shared(server.describe(), server.kind)
+        self.shared = Shared(server.describe())
         self.learned = Learned()
         self.request = self._leased  # type: ignore[method-assign]
         self.adopt(learned or Learned())
@@ -127,7 +127,8 @@ class Stateless(Runner):
         cached = self._last
         lent = lent_elicitation()
         lent = None if lent is None or "elicitation_callback" in self._kwargs else lent
-        call = current_call_context() if self.server.kind == "http" else None
+        transport = self.shared.transport(self.server)
+        call = current_call_context() if transport.takes_call_context else None
         call = call if call is not None and call.reaches_transport else None
         if (
             cached is not None
@@ -139,6 +140,7 @@ class Stateless(Runner):
             return cached
         ensure_sdk()
         self.server.check_travelled()
+        transport.prepare()
         kwargs = (
             self._kwargs if lent is None else {**self._kwargs, "elicitation_callback": with_defaults(lent)}
         )
@@ -151,7 +153,7 @@ class Stateless(Runner):
             self.timeouts,
             self.learned,
             kwargs,
-            launch=shared.launch(server) if server.kind == "stdio" else None,
+            transport,
             keeper=keeper,
             tasks=tasks,
             learn=_learner(self) if learn else None,

@@ -1,8 +1,9 @@
 """One timed session: opened ready in either era over any transport, and its requests, bounded by phase.
 
-`Opening` holds what opening a session takes; its `session` enters the transport (`_transports.stdio` or
-`_transports.http`) and the SDK's `ClientSession` and starts the protocol (`_calls.protocol.start`: adopt a
-discover result, ``initialize``, or negotiate), all within the start-up limit, and yields a `Session`.
+`Opening` holds what opening a session takes; its `session` has the server's transport
+(`_transports.base.Transport`: `_transports.stdio` or `_transports.http`) open its streams and hand them
+to `start`, which enters the SDK's `ClientSession` and starts the protocol (`_calls.protocol.start`: adopt
+a discover result, ``initialize``, or negotiate), all within the start-up limit, and yields a `Session`.
 `call_tool` is its call, bounded by the call's limits (`_calls.limits.Deadline`); its listings are in
 `_calls.listings`.
 """
@@ -12,39 +13,36 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import logging
 import math
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ...tools import UpdateCallback
 from .._errors import UNSUPPORTED_PROTOCOL_VERSION, Attempt, error_result, is_transport_error
 from .._sdk import absorb_tool_listing, run_input_required_driver
-from .._transports import http as _http
-from .._transports.http import HTTP_CLOSE_GRACE, HttpKind, open_http, recording, resolve_headers
-from .._transports.stdio import StdioProcess, open_stdio
+from .._transports.http import HttpTransport, recording
 from .core_tasks import runs_as_core_task, task_hint, with_task_hint
 from .elicitation import missing_input_hint
 from .limits import Deadline, Timeouts, progress_relay, timeout_error
 from .ownership import Lease
-from .protocol import Learned, Protocol, Transport, start
+from .protocol import Learned, Protocol, start
 
 if TYPE_CHECKING:
     import httpx2
     from mcp import ClientSession
     from mcp import types as mcp_types
 
-    from .._configs import HttpConfig, ServerConfig
+    from .._configs import ServerConfig
     from .._context import CallContext
+    from .._transports.base import Streams, Transport, TransportName
     from .ownership import Keeper
     from .tasks import TaskWatch
 
 __all__ = ["INPUT_ROUNDS", "Interrupted", "Opening", "Session", "call_tool", "timed_out"]
 
-logger = logging.getLogger("cubepi.mcp")
 # How many times a 2026-07-28 call may be sent again with the input its server asked for.
 INPUT_ROUNDS = 10
 
@@ -67,7 +65,7 @@ class Session:
 
     client: ClientSession
     protocol: Protocol
-    transport: Transport
+    transport: TransportName
     attempt: Attempt
     timeouts: Timeouts
     server: str
@@ -100,37 +98,57 @@ class Session:
 
 @dataclass
 class Opening:
-    """What opening a session to a server takes, as of one request.
+    """What opening a session to a server takes, as of one request: the `base.Opener` its `transport`
+    opens a session with.
 
-    `launch` (stdio: `_transports.stdio.launch_parameters`, computed once per list); `keeper` lends the list's
-    HTTP client (else a client is made for the session); `kwargs` go to the SDK's `ClientSession`; `learn` is
-    told what a session found (the runner that owns `learned`). It refers to nothing that owns a list, so
-    that a spare session it opens does not keep the list alive. `call` is the call context of the one call
-    it opens for (its headers and auth; `_context`): such an opening is never reused.
+    `transport` is the server's (`_transports.choice.transport_for`, made once per list); `keeper` lends
+    the list's HTTP client (else a client is made for the session); `kwargs` go to the SDK's
+    `ClientSession`; `learn` is told what a session found (the runner that owns `learned`). It refers to
+    nothing that owns a list, so that a spare session it opens does not keep the list alive. `call` is
+    the call context of the one call it opens for (its headers and auth; `_context`): such an opening is
+    never reused.
     """
 
     server: ServerConfig
     timeouts: Timeouts
     learned: Learned
     kwargs: Mapping[str, Any]
-    launch: Any = None
+    transport: Transport
     keeper: Keeper | None = None
     tasks: TaskWatch | None = None
     learn: Callable[[Session], None] | None = None
     call: CallContext | None = field(default=None, repr=False)
 
-    async def _headers(self, server: HttpConfig) -> dict[str, str] | None:
-        """The headers a session adds: a callable's, then the call context's."""
-        headers = await resolve_headers(server) if callable(server.headers) else None
-        if self.call is not None and self.call.headers:
-            headers = {**(headers or {}), **self.call.headers}
-        return headers
+    @property
+    def learned_transport(self) -> TransportName | None:
+        return self.learned.transport
+
+    @property
+    def call_headers(self) -> Mapping[str, str] | None:
+        return None if self.call is None else self.call.headers
+
+    @property
+    def call_auth(self) -> Any:
+        return None if self.call is None else self.call.auth
+
+    @contextlib.asynccontextmanager
+    async def http_client(self, make: Callable[[], httpx2.AsyncClient]) -> AsyncIterator[httpx2.AsyncClient]:
+        """The list's shared client for the block (given back at its end), or a fresh one it closes."""
+        keeper = self.keeper
+        lent = await keeper.lend_client(make) if keeper is not None else None
+        try:
+            async with contextlib.nullcontext(lent) if lent is not None else make() as client:
+                yield client
+        finally:
+            if keeper is not None:
+                keeper.give_back()
 
     def leased(self, tool_name: str | None = None) -> Lease[Session]:
         """A lease (`_calls.ownership`) whose owner opens a session this way."""
-        if self.server.kind == "stdio":  # the server's shutdown need not keep the caller waiting
-            return Lease(self.leasing, tool_name=tool_name, detachable=True)
-        return Lease(self.leasing, tool_name=tool_name, grace=HTTP_CLOSE_GRACE)
+        transport = self.transport
+        return Lease(
+            self.leasing, tool_name=tool_name, grace=transport.close_grace, detachable=transport.detachable
+        )
 
     def leasing(self, lease: Lease[Session]) -> contextlib.AbstractAsyncContextManager[Session]:
         return self.session(lease.attempt, lease.opening)
@@ -149,17 +167,19 @@ class Opening:
         from mcp import ClientSession
         from mcp.client.streamable_http import streamable_http_client
 
-        server, keeper, learned = self.server, self.keeper, self.learned
-        assert server.kind == "http" and learned.protocol is not None
+        transport, learned = self.transport, self.learned
+        assert isinstance(transport, HttpTransport) and learned.protocol is not None
+        server = transport.server
         if server.protocol != "auto":
             attempt.forced_revision = server.protocol
-        lent = await keeper.lend_client(self._client) if keeper is not None else None
-        headers = await self._headers(server)
-        auth = None if self.call is None else self.call.auth
+        keeper, call = self.keeper, self.call
+        lent = await keeper.lend_client(transport.client) if keeper is not None else None
         try:
+            headers = await transport.headers(None if call is None else call.headers)
+            auth = None if call is None else call.auth
             with recording(attempt, headers, auth):
                 async with (
-                    contextlib.nullcontext(lent) if lent is not None else self._client() as client,
+                    contextlib.nullcontext(lent) if lent is not None else transport.client() as client,
                     streamable_http_client(
                         server.url, http_client=client, max_sse_event_size=server.max_response_bytes
                     ) as (read, write),
@@ -189,80 +209,30 @@ class Opening:
     ) -> contextlib.AbstractAsyncContextManager[Session]:
         """A fresh transport and a ready session, closed when the block ends. Cancelling `opening` stops
         the start-up (the session then closes and `Interrupted` is raised). Exceptions come out raw."""
-        if self.server.kind == "stdio":
-            params, secrets = self.launch
-            attempt.add_secrets(secrets)
-            process = attempt.process = StdioProcess(
-                self.server.max_response_bytes, self.server.on_stderr, name=self.server.describe()
-            )
-            return self._started(attempt, open_stdio(params, process), "stdio", opening)
-        return self._over_client(self.server, attempt, opening)
+        return self.transport.session(self, attempt, opening)
 
-    @contextlib.asynccontextmanager
-    async def _over_client(
-        self, server: HttpConfig, attempt: Attempt, opening: anyio.CancelScope | None
-    ) -> AsyncIterator[Session]:
-        """`session` over HTTP: the list's shared client (or a fresh one), the headers, the transport."""
-        keeper = self.keeper
-        lent = await keeper.lend_client(self._client) if keeper is not None else None
-        try:
-            async with contextlib.AsyncExitStack() as stack:
-                headers = await self._headers(server)
-                auth = None if self.call is None else self.call.auth
-                stack.enter_context(recording(attempt, headers, auth))
-                client = lent if lent is not None else await stack.enter_async_context(self._client())
-                session = await stack.enter_async_context(self._over_http(server, attempt, client, opening))
-                session.headers, session.auth = headers, auth
-                session.sibling = self.sibling
-                yield session
-        finally:
-            if keeper is not None:
-                keeper.give_back()
-
-    def _client(self) -> httpx2.AsyncClient:
-        return _http.http_client(cast("HttpConfig", self.server))
-
-    @contextlib.asynccontextmanager
-    async def _over_http(
+    def start(
         self,
-        server: HttpConfig,
         attempt: Attempt,
-        client: httpx2.AsyncClient,
+        streams: contextlib.AbstractAsyncContextManager[Streams],
+        kind: TransportName,
         opening: anyio.CancelScope | None,
-    ) -> AsyncIterator[Session]:
-        """Streamable HTTP or SSE; an ``"auto"`` server not known yet is tried over Streamable HTTP first,
-        and a 4xx (not 401 / 403) to it means an SSE-only server."""
-        learned = self.learned
-        kind: HttpKind = "streamable-http" if server.transport == "auto" else server.transport
-        if learned.transport == "sse" or learned.transport == "streamable-http":
-            kind = learned.transport
-        async with contextlib.AsyncExitStack() as stack:
-            try:
-                session = await stack.enter_async_context(
-                    self._started(attempt, open_http(server, kind, client), kind, opening)
-                )
-            except Exception as exc:
-                status = attempt.http_status
-                auto = learned.transport is None and server.transport == "auto"
-                if not auto or status is None or not 400 <= status < 500 or status in (401, 403):
-                    raise
-                attempt.note = (
-                    f"Streamable HTTP first: the server answered HTTP {status}; then the SSE transport"
-                )
-                attempt.phase, attempt.http_status = "startup", None
-                logger.debug("Streamable HTTP failed (%r); trying SSE", exc)
-                session = await stack.enter_async_context(
-                    self._started(attempt, open_http(server, "sse", client), "sse", opening)
-                )
-            yield session
+        *,
+        headers: dict[str, str] | None = None,
+        auth: Any = None,
+    ) -> contextlib.AbstractAsyncContextManager[Session]:
+        """What a transport opens its session with (`base.Opener.start`)."""
+        return self._started(attempt, streams, kind, opening, headers, auth)
 
     @contextlib.asynccontextmanager
     async def _started(
         self,
         attempt: Attempt,
-        transport: contextlib.AbstractAsyncContextManager[tuple[Any, Any]],
-        kind: Transport,
+        transport: contextlib.AbstractAsyncContextManager[Streams],
+        kind: TransportName,
         opening: anyio.CancelScope | None,
+        headers: dict[str, str] | None,
+        auth: Any,
     ) -> AsyncIterator[Session]:
         """`transport` entered and its session started within the start-up limit; the deadline encloses
         the transport (so that cancel scopes nest) and is lifted once the session is ready."""
@@ -289,7 +259,11 @@ class Opening:
                 if opening.cancel_called:
                     raise Interrupted()
                 startup.deadline = math.inf
-                session = self._ready(Session(sdk, protocol, kind, attempt, timeouts, server.describe()))
+                session = self._ready(
+                    Session(
+                        sdk, protocol, kind, attempt, timeouts, server.describe(), headers=headers, auth=auth
+                    )
+                )
                 if protocol.stateless and attempt.process is not None and not attempt.process.heard:
                     session.starting = math.inf if limit is None else limit
                 yield session
@@ -300,6 +274,8 @@ class Opening:
     def _ready(self, session: Session) -> Session:
         session.definitions = self.learned.definitions
         session.tasks = self.tasks
+        if self.transport.polls_apart:
+            session.sibling = self.sibling
         if self.learn is not None:
             self.learn(session)
         return session

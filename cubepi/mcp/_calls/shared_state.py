@@ -1,9 +1,10 @@
 """`Shared`: what the calls of one tool list share in one process.
 
 Its keeper in each event loop (`_calls.ownership`: sessions still closing, the spare stdio server of
-``prespawn=True`` and its warm-up, the HTTP client and its idle connections), its stdio launch parameters
-(computed once), its concurrency limiters and the calls waiting on tasks. Every call still gets a session
-no earlier call used. It ends with the list's `aclose()`, its garbage collection, or its loop's end.
+``prespawn=True`` and its warm-up, the HTTP client and its idle connections), its transport (a stdio
+server's launch parameters found once), its concurrency limiters and the calls waiting on tasks. Every
+call still gets a session no earlier call used. It ends with the list's `aclose()`, its garbage
+collection, or its loop's end.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ import anyio.lowlevel
 
 from ...errors import UserError
 from .._errors import is_transport_error
+from .._transports.choice import transport_for
 from .ownership import Keeper, Lease
 
 if TYPE_CHECKING:
-    from .._configs import StdioConfig
+    from .._configs import ServerConfig
+    from .._transports.base import Transport
     from .session import Session
     from .tasks import TaskWatch
 
@@ -38,20 +41,19 @@ class Shared:
     per process (every tool of the list unpickled there shares it), and keeps only whether it was closed.
     """
 
-    def __init__(self, describe: str, kind: str, *, token: str | None = None) -> None:
+    def __init__(self, describe: str, *, token: str | None = None) -> None:
         self.describe = describe
-        self.kind = kind
         self.token = token or uuid.uuid4().hex
         self.closed = False
         self._keepers: dict[asyncio.AbstractEventLoop, Keeper] = {}
         self._finalizer = weakref.finalize(self, _stop_keepers, self._keepers)
-        self._launch: Any = None
+        self._transport: Transport | None = None
         self._watch: TaskWatch | None = None
         self._limiters: weakref.WeakKeyDictionary[Any, anyio.CapacityLimiter] = weakref.WeakKeyDictionary()
         _IN_THIS_PROCESS[self.token] = self
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return _shared_here, (self.token, self.describe, self.kind, self.closed)
+        return _shared_here, (self.token, self.describe, self.closed)
 
     def check_open(self) -> None:
         if self.closed:
@@ -97,13 +99,12 @@ class Shared:
 
     # -- what calls reuse ----------------------------------------------------------------------------------
 
-    def launch(self, server: StdioConfig) -> Any:
-        """What spawning the list's stdio server takes, found once in this process."""
-        if self._launch is None:
-            from .._transports.stdio import launch_parameters
-
-            self._launch = launch_parameters(server)
-        return self._launch
+    def transport(self, server: ServerConfig) -> Transport:
+        """The list's transport in this process (`_transports.choice`): what it found once (a stdio
+        server's launch parameters) is found again where the list lands, never carried there."""
+        if self._transport is None:
+            self._transport = transport_for(server)
+        return self._transport
 
     def task_watch(self, timeouts: Any, elicits: bool) -> TaskWatch:
         """The list's calls waiting on tasks (one watch per list and process: `aclose()` stops them)."""
@@ -211,11 +212,11 @@ async def warm_up(session: Session) -> None:
 _IN_THIS_PROCESS: weakref.WeakValueDictionary[str, Shared] = weakref.WeakValueDictionary()
 
 
-def _shared_here(token: str, describe: str, kind: str, closed: bool) -> Shared:
+def _shared_here(token: str, describe: str, closed: bool) -> Shared:
     """The `Shared` of a pickled list in this process: the one already here, or a new empty one."""
     found = _IN_THIS_PROCESS.get(token)
     if found is None:
-        found = Shared(describe, kind, token=token)
+        found = Shared(describe, token=token)
         found.closed = closed
     return found
 

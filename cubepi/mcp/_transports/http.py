@@ -38,8 +38,19 @@ if TYPE_CHECKING:
 
     from .._configs import HttpConfig
     from .._errors import Attempt
+    from .base import Opener, S
 
-__all__ = ["HTTP_CLOSE_GRACE", "HttpKind", "http_client", "open_http", "recording", "resolve_headers"]
+__all__ = [
+    "HTTP_CLOSE_GRACE",
+    "HttpKind",
+    "HttpTransport",
+    "http_client",
+    "open_http",
+    "recording",
+    "resolve_headers",
+]
+
+logger = logging.getLogger("cubepi.mcp")
 
 HttpKind = Literal["streamable-http", "sse"]
 # How long ending an HTTP session may take: its DELETE, or its teardown once the caller is cancelled.
@@ -228,6 +239,81 @@ async def resolve_headers(server: HttpConfig) -> dict[str, str] | None:
             f"connecting to {server.describe()} failed: the headers callable raised {type(exc).__name__}",
             server=server.describe(),
         ) from exc
+
+
+class HttpTransport:
+    """The HTTP `base.Transport` of one server: the list's client (or one of the session's own), the
+    headers of each session (`headers`), Streamable HTTP or SSE, and an ``"auto"`` server's fallback to
+    SSE. A session interrupted gets `HTTP_CLOSE_GRACE` seconds to end."""
+
+    detachable = False
+    close_grace = HTTP_CLOSE_GRACE
+    takes_call_context = True
+    polls_apart = True
+
+    def __init__(self, server: HttpConfig) -> None:
+        self.server = server
+
+    def prepare(self) -> None:
+        return None
+
+    def client(self) -> httpx2.AsyncClient:
+        return http_client(self.server)
+
+    async def headers(self, call_headers: Mapping[str, str] | None) -> dict[str, str] | None:
+        """The headers a session adds: a callable's, then a call context's."""
+        server = self.server
+        headers = await resolve_headers(server) if callable(server.headers) else None
+        if call_headers:
+            headers = {**(headers or {}), **call_headers}
+        return headers
+
+    @contextlib.asynccontextmanager
+    async def session(
+        self, opener: Opener[S], attempt: Attempt, opening: anyio.CancelScope | None
+    ) -> AsyncIterator[S]:
+        async with opener.http_client(self.client) as client:
+            headers, auth = await self.headers(opener.call_headers), opener.call_auth
+            with recording(attempt, headers, auth):
+                async with self._over(opener, attempt, client, opening, headers, auth) as session:
+                    yield session
+
+    @contextlib.asynccontextmanager
+    async def _over(
+        self,
+        opener: Opener[S],
+        attempt: Attempt,
+        client: httpx2.AsyncClient,
+        opening: anyio.CancelScope | None,
+        headers: dict[str, str] | None,
+        auth: Any,
+    ) -> AsyncIterator[S]:
+        """Streamable HTTP or SSE; an ``"auto"`` server not known yet is tried over Streamable HTTP first,
+        and a 4xx (not 401 / 403) to it means an SSE-only server."""
+        server, learned = self.server, opener.learned_transport
+        kind: HttpKind = "streamable-http" if server.transport == "auto" else server.transport
+        if learned == "sse" or learned == "streamable-http":
+            kind = learned
+
+        def over(kind: HttpKind) -> contextlib.AbstractAsyncContextManager[S]:
+            streams = open_http(server, kind, client)
+            return opener.start(attempt, streams, kind, opening, headers=headers, auth=auth)
+
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                session = await stack.enter_async_context(over(kind))
+            except Exception as exc:
+                status = attempt.http_status
+                auto = learned is None and server.transport == "auto"
+                if not auto or status is None or not 400 <= status < 500 or status in (401, 403):
+                    raise
+                attempt.note = (
+                    f"Streamable HTTP first: the server answered HTTP {status}; then the SSE transport"
+                )
+                attempt.phase, attempt.http_status = "startup", None
+                logger.debug("Streamable HTTP failed (%r); trying SSE", exc)
+                session = await stack.enter_async_context(over("sse"))
+            yield session
 
 
 @contextlib.asynccontextmanager

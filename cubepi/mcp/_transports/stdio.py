@@ -45,11 +45,14 @@ if TYPE_CHECKING:
     from mcp.client.stdio import StdioServerParameters
 
     from .._configs import StdioConfig
+    from .._errors import Attempt
+    from .base import Opener, S
 
 __all__ = [
     "ENV_PASSTHROUGH",
     "SPAWN_LIMIT",
     "StdioProcess",
+    "StdioTransport",
     "launch_parameters",
     "open_stdio",
     "resolve_command",
@@ -112,6 +115,36 @@ def launch_parameters(server: StdioConfig) -> tuple[StdioServerParameters, tuple
         cwd=os.fspath(server.cwd) if server.cwd is not None else None,
     )
     return params, secret_values((server.env or {}).values())
+
+
+class StdioTransport:
+    """The stdio `base.Transport` of one server: its launch parameters found once (`prepare`), a new
+    process per session, whose shutdown may go on once the session's answer is in (`detachable`)."""
+
+    detachable = True
+    close_grace = None
+    takes_call_context = False
+    polls_apart = False
+
+    def __init__(self, server: StdioConfig) -> None:
+        self.server = server
+        self._launch: tuple[StdioServerParameters, tuple[str, ...]] | None = None
+
+    def prepare(self) -> None:
+        if self._launch is None:
+            self._launch = launch_parameters(self.server)
+
+    def session(
+        self, opener: Opener[S], attempt: Attempt, opening: anyio.CancelScope | None
+    ) -> contextlib.AbstractAsyncContextManager[S]:
+        self.prepare()
+        assert self._launch is not None
+        params, secrets = self._launch
+        attempt.add_secrets(secrets)
+        server = self.server
+        process = StdioProcess(server.max_response_bytes, server.on_stderr, name=server.describe())
+        attempt.process = process
+        return opener.start(attempt, open_stdio(params, process), "stdio", opening)
 
 
 def resolve_command(server: StdioConfig, env: dict[str, str]) -> str:
