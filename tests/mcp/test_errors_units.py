@@ -9,6 +9,7 @@ import sys
 
 import anyio
 import httpx2
+import pydantic
 import pytest
 from mcp.shared.exceptions import MCPError as SdkError
 
@@ -165,9 +166,17 @@ async def test_a_forced_revision_is_named_when_the_server_refused_the_request() 
         "the server may not speak protocol revision 2026-07-28, which protocol='2026-07-28' forces: "
         "protocol='auto' finds out which revision it speaks"
     )
+    # An answer of the wrong shape is what a server of the other era sends, too.
+    try:
+        pydantic.TypeAdapter(int).validate_python("not a listing")
+    except pydantic.ValidationError as exc:
+        garbled = translate(exc, phase="list", server=SERVER, forced_revision="2026-07-28")
+    assert "protocol='auto' finds out which revision it speaks" in str(garbled)
     # A transport failure is not the revision's fault.
     closed = translate(sdk("closed"), phase="list", server=SERVER, forced_revision="2026-07-28")
     assert "protocol=" not in str(closed)
+    broken = translate(OSError("broken pipe"), phase="list", server=SERVER, forced_revision="2026-07-28")
+    assert "protocol=" not in str(broken)
 
 
 async def test_the_stderr_tail_goes_with_the_report() -> None:

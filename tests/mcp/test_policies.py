@@ -98,6 +98,13 @@ def test_the_loaders_options_are_one_value_with_the_same_defaults() -> None:
         assert not differ, f"{loader.__name__}: {differ}"
 
 
+def test_the_options_value_cannot_change_under_a_list() -> None:
+    options = LoadOptions(include=iter(["a", "b"]))
+    assert options.include == ("a", "b")  # an iterator is read once, kept as a tuple
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.timeout = 1.0  # type: ignore[misc]
+
+
 def test_an_option_that_is_not_a_bool_is_refused_by_name() -> None:
     for option in ("prespawn", "tasks", "resources", "prompts"):
         with pytest.raises(UserError, match=rf"^{option} must be True or False, got 'yes'$"):

@@ -33,7 +33,13 @@ from mcp.shared.exceptions import MCPError as SdkError
 from mcp_types.version import LATEST_MODERN_VERSION
 
 from cubepi.mcp._calls.limits import sse_limit_hit
-from cubepi.mcp._errors import SDK_PREFIXES, SDK_WORDING, is_connection_closed, is_transport_error
+from cubepi.mcp._errors import (
+    SDK_PREFIXES,
+    SDK_WORDING,
+    describe_failure,
+    is_connection_closed,
+    is_transport_error,
+)
 from cubepi.mcp._transports.stdio import StdioProcess, tracking
 
 LIMIT = 5.0  # no step here takes more than a fraction of a second
@@ -211,6 +217,7 @@ async def test_sse_limit_wording_an_event_past_max_sse_event_size() -> None:
     found = sse_limit_hit(exc.message)
     assert found is not None, f"cubepi's _SSE_LIMIT no longer matches {exc.message!r}"
     assert found.limit == 1000
+    assert describe_failure(exc) == str(found)  # the session's error says the response was too large
 
 
 # -- the private names cubepi uses --------------------------------------------------------------------------
