@@ -210,6 +210,13 @@ async def test_needs_approval(annotated_http: RunningServer) -> None:
     assert not delete.requires_approval(delete.validate({"name": "scratch"}))
 
 
+async def test_the_loaders_response_bound_reaches_the_server_config(annotated_http: RunningServer) -> None:
+    tools = by_name(await load_mcp_tools(HttpServer(annotated_http.url), max_response_bytes=20_000))
+    with pytest.raises(MCPError, match=r"exceeded max_response_bytes=20000 \(19\.53 KiB\)"):
+        await tools["big"].execute({"size": 50_000})
+    assert (await tools["big"].execute({"size": 10})).text == "a" * 10
+
+
 async def test_max_output_chars(annotated_http: RunningServer) -> None:
     tools = by_name(await load_mcp_tools_http(annotated_http.url, max_output_chars=1500))
     result = await tools["big"].execute({"size": 1000, "blocks": 3})
