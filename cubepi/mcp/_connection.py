@@ -184,7 +184,6 @@ class MCPConnection:
         Nothing opens once the block has ended (a reopen can outlast it)."""
         if self._group is None:
             return
-        self.transport.prepare()
         lease = Opening(
             self.server, self.timeouts, self._learned, self._kwargs, self.transport, learn=self._learn
         ).leased()

@@ -51,8 +51,7 @@ def test_a_stdio_transport_finds_its_launch_once(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(_stdio, "launch_parameters", counted)
     server = StdioServer(command=sys.executable, args=["-c", "pass"], env={"TOKEN": "not-printed"})
     transport = StdioTransport(server)
-    transport.prepare()
-    transport.prepare()
+    assert transport.launch() is transport.launch()
     assert found == [server]
 
 
@@ -60,7 +59,7 @@ def test_a_missing_command_stops_every_session_each_time() -> None:
     transport = StdioTransport(StdioServer(command="cubepi-no-such-command-7d1"))
     for _ in range(2):  # a failure is not kept: the command may be installed by the next call
         with pytest.raises(MCPError, match="command not found: 'cubepi-no-such-command-7d1'"):
-            transport.prepare()
+            transport.launch()
 
 
 async def test_an_http_sessions_headers_are_a_callables_then_a_call_contexts() -> None:

@@ -140,7 +140,6 @@ class Stateless(Runner):
             return cached
         ensure_sdk()
         self.server.check_travelled()
-        transport.prepare()
         kwargs = (
             self._kwargs if lent is None else {**self._kwargs, "elicitation_callback": with_defaults(lent)}
         )

@@ -78,9 +78,8 @@ class Transport(Protocol):
     `detachable`: a session's close may go on once its answer is in (a stdio server's exit);
     `close_grace`: how long an interrupted session's teardown may take (None: as long as it takes);
     `takes_call_context`: a call context's headers and auth reach it (`_context`); `polls_apart`: a
-    task's polls go out on sessions of their own, not on the call's (`_calls.tasks`). `prepare` finds once
-    what every session needs and raises what stops them all (a missing command); `session` opens one
-    (`attempt`: the `_errors.Attempt` it reports to; cancelling `opening` stops its start-up).
+    task's polls go out on sessions of their own, not on the call's (`_calls.tasks`). `session` opens
+    one (`attempt`: the `_errors.Attempt` it reports to; cancelling `opening` stops its start-up).
     """
 
     @property
@@ -94,8 +93,6 @@ class Transport(Protocol):
 
     @property
     def polls_apart(self) -> bool: ...
-
-    def prepare(self) -> None: ...
 
     def session(
         self, opener: Opener[S], attempt: Any, opening: anyio.CancelScope | None

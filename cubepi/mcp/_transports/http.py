@@ -254,9 +254,6 @@ class HttpTransport:
     def __init__(self, server: HttpConfig) -> None:
         self.server = server
 
-    def prepare(self) -> None:
-        return None
-
     def client(self) -> httpx2.AsyncClient:
         return http_client(self.server)
 

@@ -118,7 +118,7 @@ def launch_parameters(server: StdioConfig) -> tuple[StdioServerParameters, tuple
 
 
 class StdioTransport:
-    """The stdio `base.Transport` of one server: its launch parameters found once (`prepare`), a new
+    """The stdio `base.Transport` of one server: its launch parameters found once (`launch`), a new
     process per session, whose shutdown may go on once the session's answer is in (`detachable`)."""
 
     detachable = True
@@ -130,16 +130,16 @@ class StdioTransport:
         self.server = server
         self._launch: tuple[StdioServerParameters, tuple[str, ...]] | None = None
 
-    def prepare(self) -> None:
+    def launch(self) -> tuple[StdioServerParameters, tuple[str, ...]]:
+        """`launch_parameters`, found on the first session; a failure (a missing command) is not kept."""
         if self._launch is None:
             self._launch = launch_parameters(self.server)
+        return self._launch
 
     def session(
         self, opener: Opener[S], attempt: Attempt, opening: anyio.CancelScope | None
     ) -> contextlib.AbstractAsyncContextManager[S]:
-        self.prepare()
-        assert self._launch is not None
-        params, secrets = self._launch
+        params, secrets = self.launch()
         attempt.add_secrets(secrets)
         server = self.server
         process = StdioProcess(server.max_response_bytes, server.on_stderr, name=server.describe())
