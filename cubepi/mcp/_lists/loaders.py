@@ -175,10 +175,8 @@ async def load(server: StdioServer | HttpServer | MCPConnection, options: LoadOp
     pinned = pin(options.lock, options.on_drift, server) if options.lock is not None else None
     lister = Lister(runner, policies, options.resources, options.prompts, pinned)
     try:
-        keeper = await runner.shared.home()
-        listing = await lister.list(strict=True)
-        if options.prespawn and keeper is not None:  # the first spare starts once the tools are listed
-            runner.shared.spare_after(keeper, runner.spare_opening)
+        await runner.shared.home()
+        listing = await lister.list(strict=True)  # with prespawn=True, the listing's end starts the spare
     except BaseException:
         await runner.shared.aclose()
         raise
