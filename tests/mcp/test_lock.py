@@ -94,6 +94,24 @@ async def test_refuse_leaves_out_changed_and_new_tools(
     assert any("'old' was removed" in m for m in messages)
 
 
+async def test_a_connection_loaded_against_the_lock_reports_the_drift(
+    tmp_path: Path, served: tuple[Path, Path, StdioServer]
+) -> None:
+    version, log, server = served
+    lock = await _alock(tmp_path, version, log)
+    version.write_text("2")
+    async with server.connect() as conn:
+        with pytest.warns(DriftWarning):
+            tools = await load_mcp_tools(conn, lock=lock, on_drift="warn")
+        assert tools.drift is not None
+        assert (tools.drift.changed, tools.drift.added, tools.drift.removed) == (
+            ("greet",),
+            ("added",),
+            ("old",),
+        )
+        assert sorted(t.name for t in tools) == ["added", "greet"]
+
+
 async def test_warn_keeps_changed_tools(tmp_path: Path, served: tuple[Path, Path, StdioServer]) -> None:
     version, log, server = served
     lock = await _alock(tmp_path, version, log)
