@@ -363,17 +363,23 @@ async def test_calls_after_aclose_raise_user_error(kitchen_http: RunningServer) 
         await echo.execute({"message": "hi"})
 
 
-def test_execute_sync_in_other_loops_uses_its_own_client(kitchen_http: RunningServer) -> None:
+def test_execute_sync_in_other_loops_uses_its_own_client(
+    kitchen_http: RunningServer, http_log: HttpLog
+) -> None:
     # Loaded in one loop (since ended), called with execute_sync (a loop per call): still works.
+    leaks = LeakChecker()
     tools = anyio.run(load_mcp_tools_http, kitchen_http.url)
     echo = next(t for t in tools if t.name == "echo")
     assert echo.execute_sync({"message": "one"}).text == "one"
     assert echo.execute_sync({"message": "two"}).text == "two"
 
     async def in_a_new_loop() -> str:
+        made = len(http_log.clients)
         first = await echo.execute({"message": "three"})
         second = await echo.execute({"message": "four"})
+        assert len(http_log.clients) == made + 1  # both calls used this loop's one shared client
         await tools.aclose()
+        await leaks.assert_clean()  # which aclose closed
         return first.text + second.text
 
     assert anyio.run(in_a_new_loop) == "threefour"

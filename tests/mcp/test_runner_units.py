@@ -196,3 +196,16 @@ def test_a_spare_started_in_a_later_loop_lets_the_list_go() -> None:
                 await anyio.sleep(0.05)
 
     anyio.run(later)
+
+
+async def test_an_opening_is_made_once_per_keeper_and_again_for_another() -> None:
+    """`Stateless.opening` is on every call: the last one made for a keeper is reused while nothing changes;
+    another loop's keeper gets its own (its HTTP client is that loop's)."""
+    runner = Stateless(HttpServer("http://127.0.0.1:9/mcp"), Timeouts.from_options(5.0))
+    keeper = await runner.shared.keeper()
+    first = runner.opening(keeper)
+    assert runner.opening(keeper) is first and first.keeper is keeper
+    other = runner.opening(None)
+    assert other is not first and other.keeper is None
+    assert runner.opening(keeper) is not first  # the last one made was for another keeper
+    await runner.shared.aclose()
