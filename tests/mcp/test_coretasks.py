@@ -188,6 +188,11 @@ async def test_a_list_that_refuses_tasks_says_so(core_http: RunningServer) -> No
     async with await load_mcp_tools(server, include=["broken"], tasks=False) as tools:
         result = await tools[0].execute({"text": "x"})
     assert result.is_error and "runs only as a task" in result.text and "tasks=False" in result.text
+    # The JSON-RPC error the server sent, whole, for a program that wants its code.
+    assert result.details["meta"]["jsonrpc_error"] == {
+        "code": -32602,
+        "message": "broken runs only as a task",
+    }
 
 
 @pytest.fixture(params=["stdio", "streamable-http"])
