@@ -461,11 +461,11 @@ async def test_stderr_capture_is_bounded_and_split_into_lines() -> None:
     lines: list[str] = []
     capture = StdioProcess(on_line=lines.append, stderr_limit=1024)
     capture.start_reading()
-    capture.errlog.write("first\r\nsecond\n" + "x" * 5000 + "\npartial")
+    capture.errlog.write("\nfirst\r\nsecond\n" + "x" * 5000 + "\npartial")
     capture.errlog.flush()
     tail = await capture.stderr_tail()
     assert len(tail.encode()) <= 1024 and tail.endswith("partial")
-    assert lines == ["first", "second", "x" * 5000, "partial"]
+    assert lines == ["", "first", "second", "x" * 5000, "partial"]  # a blank line is a line
 
 
 @pytest.mark.parametrize("first", [40_000, 65_536, 70_000])
