@@ -28,7 +28,8 @@ from .core_tasks import runs_as_core_task, task_hint, with_task_hint
 from .elicitation import missing_input_hint
 from .limits import Deadline, Timeouts, progress_relay, timeout_error
 from .ownership import Lease
-from .protocol import Learned, Protocol, start
+from .protocol import Learned, Protocol
+from .protocol import start as start_protocol
 
 if TYPE_CHECKING:
     import httpx2
@@ -172,14 +173,10 @@ class Opening:
         server = transport.server
         if server.protocol != "auto":
             attempt.forced_revision = server.protocol
-        keeper, call = self.keeper, self.call
-        lent = await keeper.lend_client(transport.client) if keeper is not None else None
-        try:
-            headers = await transport.headers(None if call is None else call.headers)
-            auth = None if call is None else call.auth
+        async with self.http_client(transport.client) as client:
+            headers, auth = await transport.headers(self.call_headers), self.call_auth
             with recording(attempt, headers, auth):
                 async with (
-                    contextlib.nullcontext(lent) if lent is not None else transport.client() as client,
                     streamable_http_client(
                         server.url, http_client=client, max_sse_event_size=server.max_response_bytes
                     ) as (read, write),
@@ -200,9 +197,6 @@ class Opening:
                         auth=auth,
                     )
                     yield session
-        finally:
-            if keeper is not None:
-                keeper.give_back()
 
     def session(
         self, attempt: Attempt, opening: anyio.CancelScope | None = None
@@ -211,7 +205,8 @@ class Opening:
         the start-up (the session then closes and `Interrupted` is raised). Exceptions come out raw."""
         return self.transport.session(self, attempt, opening)
 
-    def start(
+    @contextlib.asynccontextmanager
+    async def start(
         self,
         attempt: Attempt,
         streams: contextlib.AbstractAsyncContextManager[Streams],
@@ -220,22 +215,10 @@ class Opening:
         *,
         headers: dict[str, str] | None = None,
         auth: Any = None,
-    ) -> contextlib.AbstractAsyncContextManager[Session]:
-        """What a transport opens its session with (`base.Opener.start`)."""
-        return self._started(attempt, streams, kind, opening, headers, auth)
-
-    @contextlib.asynccontextmanager
-    async def _started(
-        self,
-        attempt: Attempt,
-        transport: contextlib.AbstractAsyncContextManager[Streams],
-        kind: TransportName,
-        opening: anyio.CancelScope | None,
-        headers: dict[str, str] | None,
-        auth: Any,
     ) -> AsyncIterator[Session]:
-        """`transport` entered and its session started within the start-up limit; the deadline encloses
-        the transport (so that cancel scopes nest) and is lifted once the session is ready."""
+        """`base.Opener.start`: `streams` entered and its session started within the start-up limit; the
+        deadline encloses the transport (so that cancel scopes nest) and is lifted once the session is
+        ready."""
         from mcp import ClientSession
 
         server, timeouts = self.server, self.timeouts
@@ -245,11 +228,11 @@ class Opening:
         with anyio.CancelScope(
             deadline=math.inf if limit is None else anyio.current_time() + limit
         ) as startup:
-            async with transport as (read, write), ClientSession(read, write, **self.kwargs) as sdk:
+            async with streams as (read, write), ClientSession(read, write, **self.kwargs) as sdk:
                 with opening:
                     attempt.phase = "initialize"
                     try:
-                        protocol = await start(sdk, server.protocol, self.learned.protocol, attempt)
+                        protocol = await start_protocol(sdk, server.protocol, self.learned.protocol, attempt)
                     except BaseException:
                         if startup.cancel_called and limit is not None and attempt.on_timeout is not None:
                             attempt.on_timeout(
